@@ -1,0 +1,60 @@
+"""Shared benchmark helpers: CUDA-event timing and exact error figures on sampled entries."""
+
+import json
+import os
+import platform
+import subprocess
+import time
+
+import numpy as np
+
+from ozaki import reference
+
+
+def time_gpu(fn, warmup=2, repeats=7):
+    """Median milliseconds of fn() over repeats, CUDA events, after warm-up."""
+    import cupy
+    for _ in range(warmup):
+        fn()
+    cupy.cuda.Device().synchronize()
+    times = []
+    for _ in range(repeats):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end))
+    return float(np.median(times)), [float(t) for t in times]
+
+
+def sample_entries(rng, m, n, count):
+    return [(int(i), int(j)) for i, j in zip(rng.integers(0, m, count), rng.integers(0, n, count))]
+
+
+def dmmch(C, A, B, entries):
+    """Exact DMMCH ratio of C (numpy) on sampled entries."""
+    return reference.dmmch_ratio(C, A, B, entries)
+
+
+def meta():
+    info = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "host": platform.node()}
+    try:
+        info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                        text=True, check=False).stdout.strip() or "unknown"
+    except OSError:
+        info["commit"] = "unknown"
+    try:
+        import cupy
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        info["device"] = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+        info["cupy"] = cupy.__version__
+    except Exception:
+        info["device"] = "cpu"
+    return info
+
+
+def write_json(path, payload):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(payload, f, indent=1)

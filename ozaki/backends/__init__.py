@@ -1,0 +1,1 @@
+"""Backends: the same named pipeline steps (split, residues, gemm, epilogue) for numpy and cupy."""

@@ -1,0 +1,157 @@
+"""GPU backend: the named steps of the pipeline (ozaki/scheme.py) in CuPy.
+
+    residues  one raw-kernel pass per operand: float64 -> int8 residues of all moduli
+    gemm      cuBLAS gemmEx INT8 x INT8 -> INT32 (COMPUTE_32I) in the T,N layout,
+              strided-batched over the moduli, the inner dimension cut into
+              chunks short enough that int32 never overflows
+    epilogue  one raw-kernel pass: mod p, CRT, Kulisch sum of slice pairs, one rounding
+
+Kernels are CUDA source files beside this module, compiled on first use and
+memoized per device; everything runs on the current CuPy stream.
+"""
+
+import functools
+import os
+
+import cupy
+import numpy as np
+from cupy.cuda import cublas
+
+from ..crt import crt_constants
+from ..crt import moduli as _moduli
+from . import numpy_backend
+
+xp = cupy
+name = "cupy"
+
+MAX_SHIFT = numpy_backend.MAX_SHIFT
+
+# Residues are at most 128 in magnitude: a length-K dot product of them stays
+# below K * 2**14, inside int32 for K <= 131071.  K_CHUNK is that limit rounded
+# down to the padding quantum; tests lower it to exercise the chunked path.
+K_CHUNK = 131056
+K_PAD = 16                      # cuBLAS IMMA wants the leading dimension a multiple of 16 bytes
+
+_CUDA_R_8I = 3
+_CUDA_R_32I = 10
+_CUBLAS_COMPUTE_32I = 72
+_CUBLAS_GEMM_DEFAULT = -1
+_KERNELS = os.path.join(os.path.dirname(__file__), "kernels")
+
+
+def split(x):
+    return numpy_backend.split(x, xp=cupy)
+
+
+@functools.lru_cache(maxsize=None)
+def _source(name):
+    with open(os.path.join(_KERNELS, name)) as f:
+        return f.read()
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(file, function, defines, device):
+    """A compiled kernel, memoized per (source, defines, device)."""
+    header = "".join(f"#define {k} {v}\n" for k, v in defines)
+    module = cupy.RawModule(code=header + _source(file), options=("-std=c++17",))
+    return module.get_function(function)
+
+
+@functools.lru_cache(maxsize=None)
+def _tables(m, device):
+    """Device copies of the moduli, their reciprocals and the 2**s mod p table."""
+    ps = np.array(_moduli(m), dtype=np.int32)
+    return (cupy.asarray(ps), cupy.asarray(1.0 / ps.astype(np.float64)),
+            cupy.asarray(numpy_backend.pow2_table(m).astype(np.int32)))
+
+
+@functools.lru_cache(maxsize=None)
+def _crt_tables(m, device):
+    k = crt_constants(m)
+    return cupy.asarray(k.c_limbs), cupy.asarray(k.P_limbs)
+
+
+def _device():
+    return cupy.cuda.Device().id
+
+
+def _grid(total, block=256):
+    return (int(min(max((total + block - 1) // block, 1), 65535 * 8)),), (block,)
+
+
+def _padded(k):
+    return -(-k // K_PAD) * K_PAD
+
+
+def residues(x, beta, width, m):
+    """int8 residues (m, rows, kpad) of the slice digits of x; kpad = k rounded up to 16."""
+    rows, k = x.shape
+    kpad = _padded(k)
+    out = cupy.empty((m, rows, kpad), dtype=cupy.int8)
+    moduli, inv, pow2 = _tables(m, _device())
+    kern = _kernel("residues.cu", "residues", (), _device())
+    grid, block = _grid(rows * kpad // 4)
+    kern(grid, block, (cupy.ascontiguousarray(x, dtype=cupy.float64), np.int64(rows), np.int64(k),
+                       np.int64(kpad), cupy.ascontiguousarray(beta, dtype=cupy.int64),
+                       np.int32(width or 0), np.int32(m), moduli, inv, pow2, out))
+    return out
+
+
+def _pad(R):
+    k = R.shape[-1]
+    if k % K_PAD == 0:
+        return cupy.ascontiguousarray(R)
+    out = cupy.zeros(R.shape[:-1] + (_padded(k),), dtype=cupy.int8)
+    out[..., :k] = R
+    return out
+
+
+def gemm(Ra, Rbt):
+    """Exact integer products Ra[i] @ Rbt[i].T: int8 (b, m, k), (b, n, k) -> int32 or int64 (b, m, n).
+
+    int32 when the inner dimension fits one chunk, else the chunks' int32
+    products summed in int64.
+    """
+    Ra, Rbt = _pad(Ra), _pad(Rbt)
+    b, m, kp = Ra.shape
+    n = Rbt.shape[1]
+    handle = cupy.cuda.device.get_cublas_handle()
+    one = np.array(1, dtype=np.int32)
+    zero = np.array(0, dtype=np.int32)
+    out = cupy.empty((b, m, n), dtype=cupy.int32)
+    total = None
+    for k0 in range(0, kp, K_CHUNK):
+        kc = min(K_CHUNK, kp - k0)
+        # Column-major view: C^T (n x m) = Rbt (k x n)^T . Ra (k x m), both k-contiguous.
+        cublas.gemmStridedBatchedEx(
+            handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, kc,
+            one.ctypes.data, Rbt.data.ptr + k0, _CUDA_R_8I, kp, n * kp,
+            Ra.data.ptr + k0, _CUDA_R_8I, kp, m * kp,
+            zero.ctypes.data, out.data.ptr, _CUDA_R_32I, n, m * n,
+            b, _CUBLAS_COMPUTE_32I, _CUBLAS_GEMM_DEFAULT)
+        if kc < kp:
+            total = out.astype(cupy.int64) if total is None else total + out
+    return out if total is None else total
+
+
+def epilogue(products, shifts, m, beta_a, beta_b):
+    """CRT, Kulisch sum of slice pairs and one rounding, in one kernel pass."""
+    k = crt_constants(m)
+    prod = products[0][None] if len(products) == 1 else cupy.stack(products)
+    prod = cupy.ascontiguousarray(prod)
+    npairs, _, rows, cols = prod.shape
+    lacc = k.L + max(shifts) + 1
+    defines = (("PROD_T", "int" if prod.dtype == cupy.int32 else "long long"),
+               ("LP", k.L), ("LACC", k.L if npairs == 1 else lacc))
+    if npairs == 1:
+        defines += (("SINGLE_PAIR", 1),)
+    kern = _kernel("epilogue.cu", "epilogue", defines, _device())
+    c_limbs, P_limbs = _crt_tables(m, _device())
+    out = cupy.empty((rows, cols), dtype=cupy.float64)
+    grid, block = _grid(rows * cols, 128)
+    kern(grid, block, (prod, np.int32(npairs), np.int32(m), np.int64(rows), np.int64(cols),
+                       _tables(m, _device())[0], c_limbs, P_limbs, np.float64(k.P_float),
+                       cupy.asarray(np.array(shifts, dtype=np.int32)),
+                       cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
+                       cupy.ascontiguousarray(beta_b, dtype=cupy.int64), out))
+    return out

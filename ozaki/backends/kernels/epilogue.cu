@@ -1,0 +1,105 @@
+// Epilogue in one pass: reduce the int32/int64 GEMM products modulo p, CRT each
+// slice pair into exact 32-bit limbs, add the pairs into a Kulisch accumulator
+// at their shifts, round once to float64 at 2**(beta_a[i] + beta_b[j]).
+//
+// The same steps as ozaki/crt/reconstruct.py (reconstruct) and
+// ozaki/crt/kulisch.py (normalize, round_to_float64).  Compile-time sizes:
+//   PROD_T  the element type of the products (int or long long)
+//   LP      limbs of one CRT value, LACC limbs of the accumulator
+//   SINGLE_PAIR  defined when there is one slice pair (fast/accurate modes)
+
+#ifndef PROD_T
+#define PROD_T int
+#endif
+
+__device__ __forceinline__ void normalize(long long* a, int L) {
+    for (int l = 0; l < L - 1; ++l) {
+        long long carry = a[l] >> 32;              // arithmetic shift: floor division
+        a[l] &= 0xFFFFFFFFLL;
+        a[l + 1] += carry;
+    }
+}
+
+// RN(int(a) * 2**exponent) for normalized limbs a; a is overwritten.
+__device__ double round_to_float64(long long* a, int L, long long exponent) {
+    bool negative = a[L - 1] < 0;
+    if (negative) {
+        for (int l = 0; l < L; ++l) a[l] = -a[l];
+        normalize(a, L);
+    }
+    int top = -1;
+    for (int l = L - 1; l >= 0; --l) { if (a[l] != 0) { top = l; break; } }
+    if (top < 0) return 0.0;
+    unsigned long long l2 = (unsigned long long)a[top];
+    unsigned long long l1 = top >= 1 ? (unsigned long long)a[top - 1] : 0ULL;
+    unsigned long long l0 = top >= 2 ? (unsigned long long)a[top - 2] : 0ULL;
+    bool sticky = false;
+    for (int l = 0; l < top - 2; ++l) sticky |= (a[l] != 0);
+    int bl = 64 - __clzll(l2);                     // 1..32
+    unsigned long long T = (l2 << (64 - bl)) | (l1 << (32 - bl)) | (l0 >> bl);
+    sticky |= (l0 & ((1ULL << bl) - 1)) != 0;
+    long long E = exponent + 32LL * (top - 2) + bl;   // value = T * 2**E (+ sticky)
+    long long lsb = E + 11 > -1074 ? E + 11 : -1074;
+    long long d = lsb - E;                          // >= 11
+    unsigned long long q = 0;
+    if (d <= 64) {
+        q = (T >> 1) >> (d - 1);
+        unsigned long long rem = T - ((q << (d - 1)) << 1);
+        unsigned long long half = 1ULL << (d - 1);
+        if (rem > half || (rem == half && (sticky || (q & 1ULL)))) q += 1;
+    }
+    int ilsb = lsb > 4096 ? 4096 : (int)lsb;
+    double r = ldexp((double)q, ilsb);
+    return negative ? -r : r;
+}
+
+extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npairs, nmod, rows, cols)
+                                    int npairs, int nmod, long long rows, long long cols,
+                                    const int* __restrict__ moduli,
+                                    const long long* __restrict__ c_limbs,  // (nmod, LP)
+                                    const long long* __restrict__ P_limbs,  // (LP,)
+                                    double P_float,
+                                    const int* __restrict__ shifts,         // (npairs,) in limbs
+                                    const long long* __restrict__ beta_a,
+                                    const long long* __restrict__ beta_b,
+                                    double* __restrict__ out) {
+    long long mn = rows * cols;
+    for (long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x; idx < mn;
+         idx += (long long)gridDim.x * blockDim.x) {
+        long long acc[LACC];
+#pragma unroll
+        for (int l = 0; l < LACC; ++l) acc[l] = 0;
+        for (int pair = 0; pair < npairs; ++pair) {
+            long long S[LP];
+#pragma unroll
+            for (int l = 0; l < LP; ++l) S[l] = 0;
+            const PROD_T* pp = prod + (long long)pair * nmod * mn + idx;
+            for (int i = 0; i < nmod; ++i) {
+                int p = moduli[i];
+                int h = p / 2;
+                long long v = (long long)pp[(long long)i * mn];
+                long long r = v % p;
+                if (r < 0) r += p;
+                if (r > p - 1 - h) r -= p;              // symmetric residue, |r| <= 128
+                const long long* c = c_limbs + i * LP;
+#pragma unroll
+                for (int l = 0; l < LP; ++l) S[l] += r * c[l];
+            }
+            double Sf = 0.0;
+#pragma unroll
+            for (int l = 0; l < LP; ++l) Sf += (double)S[l] * ldexp(1.0, 32 * l);
+            long long q = (long long)rint(Sf / P_float);
+#ifdef SINGLE_PAIR
+            const int sh = 0;                            // keeps acc in registers
+#else
+            int sh = shifts[pair];
+#endif
+#pragma unroll
+            for (int l = 0; l < LP; ++l) acc[sh + l] += S[l] - q * P_limbs[l];
+        }
+        normalize(acc, LACC);
+        long long row = idx / cols;
+        long long col = idx - row * cols;
+        out[idx] = round_to_float64(acc, LACC, beta_a[row] + beta_b[col]);
+    }
+}

@@ -1,0 +1,85 @@
+// Scaling and residue split in one pass: float64 rows -> int8 residues of every modulus.
+//
+// The same arithmetic as ozaki/backends/numpy_backend.py (split, digits,
+// residues): the slice digit of |x| above 2**beta[row], modulo 2**width when
+// width > 0, as q * 2**s with q < 2**53; its residue (q mod p)(2**s mod p) mod p,
+// negated for negative x, in the symmetric range [-floor(p/2), ceil(p/2) - 1].
+//
+// out has shape (nmod, rows, kpad), row-major; columns k..kpad-1 are zero so
+// that the int8 GEMMs can run on a padded inner dimension.
+// Each thread does four consecutive columns of one row and writes a char4 per
+// modulus: one read of x, one write of every residue, nothing else.
+
+#define MAX_SHIFT 2304
+
+__device__ __forceinline__ int mod_u53(unsigned long long q, int p, double invp) {
+    // q < 2**53 is exact in float64; the quotient estimate is off by at most one.
+    double qd = (double)q;
+    double t = floor(qd * invp);
+    int r = (int)fma(-t, (double)p, qd);
+    if (r < 0) r += p;
+    if (r >= p) r -= p;
+    return r;
+}
+
+__device__ __forceinline__ void digit(double x, long long beta, int width,
+                                      bool &negative, unsigned long long &q, int &s) {
+    long long bits = __double_as_longlong(x);
+    negative = bits < 0;
+    int biased = (int)((bits >> 52) & 0x7FF);
+    unsigned long long mant = (unsigned long long)(bits & ((1LL << 52) - 1));
+    long long e;
+    if (biased == 0) { e = -1074; } else { mant |= (1ULL << 52); e = biased - 1075; }
+    long long d = e - beta;
+    long long right = d < 0 ? -d : 0;
+    if (right > 63) right = 63;
+    q = mant >> right;
+    long long sh = d > 0 ? d : 0;
+    if (width > 0) {
+        long long keep = width - sh;
+        if (keep <= 0) q = 0;
+        else if (keep < 53) q &= (1ULL << keep) - 1;
+    }
+    if (q == 0) sh = 0;
+    s = (int)(sh < MAX_SHIFT ? sh : MAX_SHIFT - 1);
+}
+
+extern "C" __global__ void residues(const double* __restrict__ x, long long rows, long long k,
+                                    long long kpad, const long long* __restrict__ beta, int width,
+                                    int nmod, const int* __restrict__ moduli,
+                                    const double* __restrict__ inv_moduli,
+                                    const int* __restrict__ pow2,        // (nmod, MAX_SHIFT)
+                                    signed char* __restrict__ out) {
+    long long quads = kpad / 4;
+    long long total = rows * quads;
+    long long plane = rows * kpad;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (long long)gridDim.x * blockDim.x) {
+        long long row = t / quads;
+        long long col = (t - row * quads) * 4;
+        long long b = beta[row];
+        bool neg[4];
+        unsigned long long q[4];
+        int s[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            double v = (col + j < k) ? x[row * k + col + j] : 0.0;
+            digit(v, b, width, neg[j], q[j], s[j]);
+        }
+        for (int i = 0; i < nmod; ++i) {
+            int p = moduli[i];
+            int h = p / 2;
+            double invp = inv_moduli[i];
+            const int* tab = pow2 + (long long)i * MAX_SHIFT;
+            char r4[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                int r = (mod_u53(q[j], p, invp) * tab[s[j]]) % p;
+                if (neg[j] && r != 0) r = p - r;
+                r4[j] = (char)(r <= p - 1 - h ? r : r - p);
+            }
+            *reinterpret_cast<char4*>(out + i * plane + row * kpad + col) =
+                make_char4(r4[0], r4[1], r4[2], r4[3]);
+        }
+    }
+}

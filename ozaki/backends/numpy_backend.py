@@ -1,0 +1,94 @@
+"""CPU backend: the named steps of the pipeline (ozaki/scheme.py) in numpy.
+
+Every step is exact integer arithmetic.  The residue GEMMs run in float64 BLAS:
+the residues are at most 128 in magnitude, so every partial sum of a length-k
+product is an integer below k * 2**14, exact in float64 for k < 2**39 whatever
+order or FMA use the BLAS picks.
+"""
+
+from functools import lru_cache
+
+import numpy as np
+
+from ..crt import crt_constants, kulisch, reconstruct, symmetric
+from ..crt import moduli as _moduli
+
+xp = np
+name = "numpy"
+
+# Shifts of a float64 mantissa relative to a slice bottom never exceed this
+# (the whole float64 range is 2098 bits, a mantissa 53).
+MAX_SHIFT = 2304
+
+
+@lru_cache(maxsize=None)
+def pow2_table(m):
+    """(m, MAX_SHIFT) int64: 2**s mod p_i."""
+    return np.array([[pow(2, s, p) for s in range(MAX_SHIFT)] for p in _moduli(m)], dtype=np.int64)
+
+
+def split(x, xp=np):
+    """float64 -> (negative, mantissa, exponent) with |x| = mantissa * 2**exponent exactly.
+
+    Read off the bits, as the CUDA kernel does: mantissa < 2**53 (implicit bit
+    added for normals), exponent >= -1074.
+    """
+    bits = xp.ascontiguousarray(x, dtype=xp.float64).view(xp.int64)
+    negative = bits < 0
+    biased = (bits >> 52) & 0x7FF
+    frac = bits & ((1 << 52) - 1)
+    mant = xp.where(biased == 0, frac, frac | (1 << 52))
+    exponent = xp.where(biased == 0, -1074, biased - 1075)
+    return negative, mant, exponent
+
+
+def digits(x, beta, width):
+    """The slice of |x| above 2**beta (per row), as q * 2**s with q < 2**53 and s >= 0.
+
+    digit = floor(|x| / 2**beta) mod 2**width (no mod when width is None).
+    Returns (negative, q, s).
+    """
+    negative, mant, e = split(x)
+    d = e - beta[:, None]
+    right = np.minimum(np.maximum(-d, 0), 63)               # bits that fall below the slice
+    q = mant >> right
+    s = np.maximum(d, 0)
+    if width is not None:
+        keep = width - s                                    # bits of q that stay inside the slice
+        q = np.where(keep <= 0, 0, np.where(keep < 53, q & ((1 << np.clip(keep, 0, 62)) - 1), q))
+    s = np.where(q == 0, 0, s)
+    return negative, q, s
+
+
+def residues(x, beta, width, m):
+    """Symmetric residues of the slice digits of x modulo the first m moduli: int8 (m, rows, k)."""
+    negative, q, s = digits(x, beta, width)
+    table = pow2_table(m)
+    out = np.empty((m,) + x.shape, dtype=np.int8)
+    for i, p in enumerate(_moduli(m)):
+        r = (q % p) * table[i][s] % p
+        out[i] = symmetric(np.where(negative, -r, r), p)
+    return out
+
+
+def gemm(Ra, Rbt):
+    """Exact integer products Ra[i] @ Rbt[i].T: int8 (b, m, k), (b, n, k) -> int64 (b, m, n)."""
+    a = Ra.astype(np.float64)
+    b = Rbt.astype(np.float64)
+    return np.matmul(a, b.transpose(0, 2, 1)).astype(np.int64)
+
+
+def epilogue(products, shifts, m, beta_a, beta_b):
+    """CRT each pair's products, add them into one Kulisch accumulator, round once.
+
+    products: list of int arrays (m_mod, rows, cols), one per slice pair;
+    shifts: the pair's weight in limbs (2**(32*shift)); the accumulator's unit
+    at (i, j) is 2**(beta_a[i] + beta_b[j]).
+    """
+    LP = crt_constants(m).L
+    L = LP + max(shifts) + 1
+    acc = np.zeros((L,) + products[0].shape[1:], dtype=np.int64)
+    for prod, shift in zip(products, shifts):
+        acc[shift:shift + LP] += reconstruct(prod, m)
+    kulisch.normalize(acc)
+    return kulisch.round_to_float64(acc, beta_a[:, None] + beta_b[None, :])

@@ -1,0 +1,120 @@
+"""The Kulisch accumulator: exact fixed-point integers as int64 limb arrays.
+
+A value is held as ``limbs``, an int64 array of shape ``(L, ...)``: limb ``l``
+weighs ``2**(32*l)``.  Between operations a limb may hold any int64 (carries
+are deferred, which is what makes sums of many terms cheap); ``normalize``
+brings every limb but the top one into [0, 2**32) and leaves the sign in the top
+limb (two's complement across limbs).  Nothing here ever rounds, except
+``round_to_float64``, which rounds once, to nearest even, directly at the
+exponent of the result (subnormals included; overflow gives inf).
+
+These are small pure functions on plain numpy arrays; the GPU epilogue kernel
+(ozaki/backends/kernels/epilogue.cu) implements the same steps in CUDA.
+"""
+
+import numpy as np
+
+__all__ = ["LIMB_BITS", "num_limbs", "from_int", "to_int", "normalize", "negate",
+           "shift_limbs", "round_to_float64"]
+
+LIMB_BITS = 32
+_MASK = (1 << LIMB_BITS) - 1
+
+
+def num_limbs(bits):
+    """Limbs that hold a signed integer of magnitude below 2**bits, with room for the sign."""
+    return bits // LIMB_BITS + 1
+
+
+def from_int(x, L):
+    """Python int -> normalized limbs (a length-L int64 vector)."""
+    if not -(1 << (LIMB_BITS * L - 1)) <= x < (1 << (LIMB_BITS * L - 1)):
+        raise OverflowError(f"{x} does not fit {L} limbs")
+    out = np.empty(L, dtype=np.int64)
+    for l in range(L - 1):
+        out[l] = x & _MASK
+        x >>= LIMB_BITS
+    out[L - 1] = x
+    return out
+
+
+def to_int(limbs):
+    """Limbs (normalized or not) of one value -> Python int (for tests and references)."""
+    return sum(int(v) << (LIMB_BITS * l) for l, v in enumerate(np.asarray(limbs).tolist()))
+
+
+def normalize(limbs):
+    """Propagate carries: limbs 0..L-2 into [0, 2**32), the sign in the top limb.
+
+    Works on the array in place and returns it.  Limbs may hold any value with
+    |limb| < 2**62 on entry.
+    """
+    for l in range(limbs.shape[0] - 1):
+        carry = limbs[l] >> LIMB_BITS            # arithmetic shift: floor division
+        limbs[l] &= _MASK
+        limbs[l + 1] += carry
+    return limbs
+
+
+def negate(limbs):
+    """-x for normalized limbs, normalized."""
+    return normalize(-limbs)
+
+
+def shift_limbs(limbs, by, L):
+    """x * 2**(32*by) in L limbs (by >= 0; the caller sizes L)."""
+    out = np.zeros((L,) + limbs.shape[1:], dtype=np.int64)
+    out[by:by + limbs.shape[0]] = limbs
+    return out
+
+
+def _bit_length32(v):
+    """Bit length of values in [0, 2**32) (exact: they are exact in float64)."""
+    return np.frexp(v.astype(np.float64))[1].astype(np.int64)
+
+
+def round_to_float64(limbs, exponent):
+    """Round the exact value ``int(limbs) * 2**exponent`` to float64, once.
+
+    ``limbs`` normalized, shape (L, ...); ``exponent`` an int64 array broadcastable
+    to ``limbs.shape[1:]``.  Round to nearest, ties to even, at the precision the
+    result has at its own exponent (fewer than 53 bits for subnormals); values at
+    or beyond the overflow threshold give +-inf.  A zero value gives +0.0.
+    """
+    L = limbs.shape[0]
+    shape = limbs.shape[1:]
+    negative = limbs[L - 1] < 0
+    mag = np.where(negative, negate(limbs.copy()), limbs)
+    # Two zero limbs below, so that a three-limb window always exists.
+    mag = np.concatenate([np.zeros((2,) + shape, dtype=np.int64), mag])
+    exponent = np.broadcast_to(np.asarray(exponent, dtype=np.int64), shape) - 2 * LIMB_BITS
+
+    nonzero = mag != 0
+    top = (mag.shape[0] - 1) - np.argmax(nonzero[::-1], axis=0)   # highest nonzero limb
+    is_zero = ~nonzero.any(axis=0)
+    top = np.where(is_zero, 2, top)
+    l2 = np.take_along_axis(mag, top[None], 0)[0].astype(np.uint64)
+    l1 = np.take_along_axis(mag, (top - 1)[None], 0)[0].astype(np.uint64)
+    l0 = np.take_along_axis(mag, (top - 2)[None], 0)[0].astype(np.uint64)
+    bl = _bit_length32(l2)                                      # 1..32 (0 only for zero)
+    bl = np.maximum(bl, 1)
+    ubl = bl.astype(np.uint64)
+    # T: the top 64 bits of the magnitude, its leading bit set.
+    T = (l2 << (np.uint64(64) - ubl)) | (l1 << (np.uint64(32) - ubl)) | (l0 >> ubl)
+    below = np.arange(mag.shape[0]).reshape((-1,) + (1,) * len(shape)) < (top - 2)
+    sticky = ((l0 & ((np.uint64(1) << ubl) - np.uint64(1))) != 0) | (nonzero & below).any(axis=0)
+
+    E = exponent + LIMB_BITS * (top - 2) + bl                   # the value is T * 2**E (plus sticky)
+    lsb = np.maximum(E + 63 - 52, -1074)                        # exponent of the result's last bit
+    d = lsb - E                                                 # bits of T to drop, >= 11
+    dc = np.minimum(d, 64).astype(np.uint64)
+    q = (T >> np.uint64(1)) >> (dc - np.uint64(1))
+    rem = T - ((q << (dc - np.uint64(1))) << np.uint64(1))
+    half = np.uint64(1) << (dc - np.uint64(1))
+    up = (rem > half) | ((rem == half) & (sticky | ((q & np.uint64(1)) == 1)))
+    q = q + up.astype(np.uint64)
+    q = np.where(d > 64, np.uint64(0), q)                       # below half the least subnormal
+    with np.errstate(over="ignore"):
+        out = np.ldexp(q.astype(np.float64), lsb.astype(np.int32) if lsb.size else lsb)
+    out = np.where(is_zero, 0.0, out)
+    return np.where(negative, -out, out)

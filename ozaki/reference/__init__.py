@@ -1,0 +1,147 @@
+"""Independent references in Python integers and fractions, and error metrics.
+
+Nothing here uses the code under test: products are sums of Python ints, values
+are ``fractions.Fraction``s, and ``float(Fraction)`` is Python's correctly
+rounded conversion (subnormals and overflow included).  They are slow and meant
+for small matrices or sampled entries.
+"""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+__all__ = ["exact_sum", "exact_dot", "exact_matmul", "scaled_integers", "scaled_matmul",
+           "round_fraction", "ulp", "ulp_error", "dmmch_ratio"]
+
+_EPS = 2.0 ** -53          # unit roundoff of float64 (LAPACK's DMMCH uses eps = 2**-53 too)
+
+
+def round_fraction(f, sign_if_zero=1.0):
+    """float64 nearest to the Fraction f (ties to even); +-inf past the overflow threshold."""
+    if f == 0:
+        return math.copysign(0.0, sign_if_zero)
+    try:
+        return float(f)
+    except OverflowError:
+        return math.inf if f > 0 else -math.inf
+
+
+def exact_dot(a, b):
+    """The correctly rounded exact value of sum_k a_k b_k for float64 vectors, IEEE specials."""
+    a = [float(v) for v in a]
+    b = [float(v) for v in b]
+    if any(math.isnan(x) or math.isnan(y) for x, y in zip(a, b)):
+        return math.nan
+    infs = set()
+    for x, y in zip(a, b):
+        if math.isinf(x) or math.isinf(y):
+            if x == 0 or y == 0:
+                return math.nan
+            infs.add(math.copysign(1.0, x) * math.copysign(1.0, y))
+    if infs:
+        return math.nan if len(infs) == 2 else math.copysign(math.inf, infs.pop())
+    total = exact_sum(a, b)
+    if total == 0:
+        all_negative_zero = len(a) > 0 and all(
+            math.copysign(1.0, x) * math.copysign(1.0, y) < 0 for x, y in zip(a, b))
+        return -0.0 if all_negative_zero else 0.0
+    return round_fraction(total)
+
+
+def exact_matmul(A, B, entries=None):
+    """Correctly rounded exact A @ B (2-D float arrays); ``entries``: optional list of (i, j)."""
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    if entries is None:
+        return np.array([[exact_dot(A[i], B[:, j]) for j in range(B.shape[1])]
+                         for i in range(A.shape[0])]).reshape(A.shape[0], B.shape[1])
+    return np.array([exact_dot(A[i], B[:, j]) for i, j in entries])
+
+
+def scaled_integers(X, beta, axis):
+    """The integers sign(x) floor(|x| / 2**beta) of a mode's scaling, as Python ints.
+
+    ``beta`` per row (axis=1: rows of X are scaled) or per column (axis=0).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    beta = [int(b) for b in np.asarray(beta).tolist()]
+    out = []
+    for i in range(X.shape[0]):
+        row = []
+        for j in range(X.shape[1]):
+            f = abs(Fraction(float(X[i, j])))
+            bb = beta[i] if axis == 1 else beta[j]
+            v = math.floor(f / Fraction(2) ** bb)
+            row.append(-v if X[i, j] < 0 else v)
+        out.append(row)
+    return out
+
+
+def scaled_matmul(A, B, beta_a, beta_b, entries=None):
+    """RN(A'B' 2**(beta_a_i + beta_b_j)) for the scaled integers A', B' (finite inputs).
+
+    The bit-for-bit reference of every mode: what the pipeline must return
+    given its own scaling, computed here in Python ints.
+    """
+    Ai = scaled_integers(A, beta_a, axis=1)
+    Bi = scaled_integers(B, beta_b, axis=0)
+    ba = [int(b) for b in np.asarray(beta_a).tolist()]
+    bb = [int(b) for b in np.asarray(beta_b).tolist()]
+    n = len(Bi[0]) if Bi else 0
+
+    def entry(i, j):
+        s = sum(Ai[i][k] * Bi[k][j] for k in range(len(Bi)))
+        return round_fraction(Fraction(s) * Fraction(2) ** (ba[i] + bb[j]))
+
+    if entries is None:
+        return np.array([[entry(i, j) for j in range(n)] for i in range(len(Ai))]).reshape(len(Ai), n)
+    return np.array([entry(i, j) for i, j in entries])
+
+
+def exact_sum(a, b):
+    """sum_k a_k b_k of finite floats as an exact Fraction."""
+    return sum((Fraction(float(x)) * Fraction(float(y)) for x, y in zip(a, b)), Fraction(0))
+
+
+def ulp(x):
+    """Spacing of float64 at x (the ulp of the result's binade; subnormal spacing near 0)."""
+    return np.spacing(np.abs(np.asarray(x, dtype=np.float64)))
+
+
+def ulp_error(C, A, B, entries=None):
+    """|C - exact| / ulp(exact rounded), exactly, per entry (finite results)."""
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    C = np.asarray(C, dtype=np.float64)
+    if entries is None:
+        entries = [(i, j) for i in range(C.shape[0]) for j in range(C.shape[1])]
+    out = []
+    for i, j in entries:
+        exact = exact_sum(A[i], B[:, j])
+        unit = Fraction(float(ulp(round_fraction(exact))))
+        out.append(float(abs(Fraction(float(C[i, j])) - exact) / unit))
+    return np.array(out)
+
+
+def dmmch_ratio(C, A, B, entries=None):
+    """LAPACK DMMCH test ratio max |C - C_exact| / (eps |A||B|), computed exactly.
+
+    Entries whose exact |A||B| is zero count only if C is nonzero there (ratio
+    inf); a non-finite C entry where the exact value is finite gives inf.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    C = np.asarray(C, dtype=np.float64)
+    if entries is None:
+        entries = [(i, j) for i in range(C.shape[0]) for j in range(C.shape[1])]
+    worst = 0.0
+    for i, j in entries:
+        if not math.isfinite(C[i, j]):
+            return math.inf
+        exact = exact_sum(A[i], B[:, j])
+        denom = exact_sum(np.abs(A[i]), np.abs(B[:, j]))
+        err = abs(Fraction(float(C[i, j])) - exact)
+        if err:
+            worst = math.inf if denom == 0 else max(worst, float(err / denom / Fraction(_EPS)))
+    return worst

@@ -1,0 +1,234 @@
+"""Ozaki Scheme II, top to bottom: one 2-D float64 product on a backend.
+
+    scale     per row of A / column of B, a power-of-two bottom ``beta``: the
+              integers are the digits floor(|x| / 2**beta) (mod 2**width), signed
+    residues  of those integers modulo m pairwise-coprime moduli (int8)
+    gemms     one exact int8 GEMM per modulus (and per slice pair)
+    epilogue  CRT of each pair into exact limbs, Kulisch sum of the pairs,
+              one rounding of the exact value times 2**(beta_row + beta_col)
+
+The modes differ only in the scaling:
+
+    fast      bottoms from the row/column 2-norms (Cauchy-Schwarz bounds the
+              product), truncating low bits of small entries
+    accurate  bottoms from an upper bound of |A||B| computed by one extra int8
+              GEMM of 6-bit ceilings (as GEMMul8's accurate mode)
+    exact     bottoms at the lowest set bit of each row/column: nothing is
+              truncated; rows spanning more bits than one product can carry are
+              cut into slices of ``width`` bits and the slice products summed in
+              the Kulisch accumulator, so the result is the correctly rounded
+              exact product of the float64 inputs
+
+Everything up to the last rounding is exact, so every mode returns exactly
+RN(A'B' 2**(beta_i + beta_j)) for its own integers A', B'; ozaki.reference
+computes that independently.  ``plan`` is shared by both backends (it only
+uses array-module reductions); the backends implement ``residues``, ``gemm``
+and ``epilogue``.
+"""
+
+import math
+from dataclasses import dataclass
+
+from . import crt
+from .crt.kulisch import LIMB_BITS
+
+MODES = ("fast", "accurate", "exact")
+
+def _clog2(k):
+    return max(k - 1, 0).bit_length()
+
+
+# Default moduli counts: keep DEFAULT_BITS_PER_SIDE bits of each row/column
+# maximum, plus log2(k) for the growth of the product.  55 bits per side (16
+# moduli at k = 1024, 17 at k = 16384) keeps the DMMCH error ratio at or below
+# native float64 matmul's on N(0,1), uniform and exp(phi N(0,1)) inputs with
+# phi <= 2 (tests/test_accuracy.py, bench/); wider spreads need more moduli
+# or mode="exact".
+DEFAULT_BITS_PER_SIDE = 55
+
+
+def default_num_moduli(mode, k):
+    """The moduli count ``mode`` uses for inner dimension k when none is given."""
+    return crt.num_moduli_for_bits(2 * DEFAULT_BITS_PER_SIDE + _clog2(k))
+
+
+# Exact slices are multiples of a limb wide, so pair shifts are whole limbs.
+SLICE_QUANTUM = LIMB_BITS
+
+
+@dataclass
+class Plan:
+    mode: str
+    num_moduli: int
+    width: object          # slice width in bits (exact mode) or None (one truncated slice)
+    beta_a: object         # (m,) int64: bottom exponent of each row of A
+    beta_b: object         # (n,) int64: bottom exponent of each column of B
+    slices_a: int
+    slices_b: int
+
+
+def _frexp_exponent(xp, v):
+    """e with v < 2**e for v >= 0 (frexp's exponent; 0 for v == 0)."""
+    return xp.frexp(v)[1].astype(xp.int64)
+
+
+def plan_fast(xp, A, Bt, m):
+    """Bottoms from the 2-norms: |C'_ij| <= ||A'_i|| ||B'_j|| < 2**L."""
+    L = crt.usable_bits(m)
+    la = L // 2
+
+    def bottoms(X, bits):
+        amax = xp.max(xp.abs(X), axis=1)
+        s = _frexp_exponent(xp, amax)
+        scaled = xp.ldexp(X, (-s)[:, None].astype(xp.int32))       # exact: max in [0.5, 1)
+        k = X.shape[1]
+        # Upper bound of the norm: float64 sum-of-squares error, plus what
+        # underflowed away in the squares (far below 2**-900 in total).
+        nrm = xp.sqrt(xp.sum(scaled * scaled, axis=1)) * (1 + 2.0 ** -52 * (k + 4)) + 2.0 ** -900
+        e = _frexp_exponent(xp, nrm) + s                            # ||X_i|| < 2**e
+        return xp.where(amax == 0, 0, e - bits)
+
+    return Plan("fast", m, None, bottoms(A, la), bottoms(Bt, L - la), 1, 1)
+
+
+def ceil6(xp, X):
+    """6-bit ceilings of |X| per row: (int8 ceil(|X| 2**e), e), |X| 2**e < 64."""
+    amax = xp.max(xp.abs(X), axis=1)
+    e = 6 - _frexp_exponent(xp, amax)
+    scaled = xp.ceil(xp.ldexp(xp.abs(X), e[:, None].astype(xp.int32)))
+    # A value that underflowed while scaling down still has ceiling 1.
+    hat = xp.where(X != 0, xp.maximum(scaled, 1), 0).astype(xp.int8)
+    return hat, e
+
+
+def plan_accurate(xp, A, Bt, m, backend):
+    """Bottoms from M = ceil6(|A|) ceil6(|B|) >= sum_k |A||B| 2**(eA + eB) (one int8 GEMM)."""
+    L = crt.usable_bits(m)
+    ahat, ea = ceil6(xp, A)
+    bhat, eb = ceil6(xp, Bt)
+    M = backend.gemm(ahat[None], bhat[None])[0].astype(xp.float64)  # exact: < k * 2**12
+    r = _frexp_exponent(xp, xp.max(M, axis=1))      # M_ij < 2**r_i
+    c = _frexp_exponent(xp, xp.max(M, axis=0))      # M_ij < 2**c_j
+    # t_i + u_j + min(r_i, c_j) <= L, so sum |A'||B'| <= 2**(t+u) M_ij < 2**L.
+    t = (L - r) // 2
+    u = (L - c) // 2
+    return Plan("accurate", m, None, -(ea + t), -(eb + u), 1, 1)
+
+
+def _row_bits(xp, backend, X):
+    """Per row: top (|x| < 2**top) and lowest set bit exponent; (top, lsb) int64, zero rows 0, 0."""
+    negative, mant, e = backend.split(X)
+    nz = mant != 0
+    low = e + _frexp_exponent(xp, (mant & -mant).astype(xp.float64)) - 1
+    big = 1 << 30
+    lsb = xp.min(xp.where(nz, low, big), axis=1)
+    top = xp.max(xp.where(nz, e + _frexp_exponent(xp, mant.astype(xp.float64)), -big), axis=1)
+    zero_row = lsb == big
+    return xp.where(zero_row, 0, top), xp.where(zero_row, 0, lsb)
+
+
+def plan_exact(xp, A, Bt, num_moduli, backend):
+    """Bottoms at the lowest set bit; slices of ``width`` bits; the cheapest width."""
+    k = A.shape[1]
+    top_a, beta_a = _row_bits(xp, backend, A)
+    top_b, beta_b = _row_bits(xp, backend, Bt)
+    span_a = max(int(xp.max(top_a - beta_a)), 1)                  # host sync: sizes depend on data
+    span_b = max(int(xp.max(top_b - beta_b)), 1)
+    best = None
+    w = SLICE_QUANTUM
+    while True:
+        bits = min(w, span_a) + min(w, span_b) + _clog2(k)
+        if num_moduli is None:
+            try:
+                m = crt.num_moduli_for_bits(bits)
+            except ValueError:
+                break
+        else:
+            if crt.usable_bits(num_moduli) < bits:
+                break
+            m = num_moduli
+        ta, tb = -(-span_a // w), -(-span_b // w)
+        cost = ta * tb * m
+        if best is None or cost < best[0]:
+            best = (cost, w, m, ta, tb)
+        if w >= max(span_a, span_b):
+            break
+        w += SLICE_QUANTUM
+    if best is None:
+        need = 2 * SLICE_QUANTUM + _clog2(k)
+        raise ValueError(f"exact mode with k={k} needs at least "
+                         f"{crt.num_moduli_for_bits(need)} moduli, got num_moduli={num_moduli}")
+    _, w, m, ta, tb = best
+    return Plan("exact", m, w, beta_a, beta_b, ta, tb)
+
+
+def make_plan(xp, A, Bt, mode, num_moduli, backend):
+    if mode == "exact":
+        return plan_exact(xp, A, Bt, num_moduli, backend)
+    m = default_num_moduli(mode, A.shape[1]) if num_moduli is None else num_moduli
+    crt.moduli(m)                                       # validates the count
+    if mode == "fast":
+        return plan_fast(xp, A, Bt, m)
+    return plan_accurate(xp, A, Bt, m, backend)
+
+
+def product_finite(A, Bt, plan, backend):
+    """The exact-then-rounded product of finite A (m, k) and B = Bt.T under ``plan``."""
+    xp = backend.xp
+    slices_a = [backend.residues(A, plan.beta_a + t * (plan.width or 0), plan.width, plan.num_moduli)
+                for t in range(plan.slices_a)]
+    slices_b = [backend.residues(Bt, plan.beta_b + u * (plan.width or 0), plan.width, plan.num_moduli)
+                for u in range(plan.slices_b)]
+    products, shifts = [], []
+    for t, ra in enumerate(slices_a):
+        for u, rb in enumerate(slices_b):
+            products.append(backend.gemm(ra, rb))
+            shifts.append((t + u) * (plan.width or 0) // LIMB_BITS)
+    return backend.epilogue(products, shifts, plan.num_moduli, plan.beta_a, plan.beta_b)
+
+
+def signed_zeros(xp, A, B, C):
+    """IEEE sign of zero results: -0 exactly where every term a_ik b_kj is -0."""
+    k = A.shape[1]
+    f = xp.float64
+    nonzero_terms = (A != 0).astype(f) @ (B != 0).astype(f)
+    sa, sb = xp.signbit(A).astype(f), xp.signbit(B).astype(f)
+    differ = sa.sum(axis=1)[:, None] + sb.sum(axis=0)[None, :] - 2 * (sa @ sb)
+    return xp.where((nonzero_terms == 0) & (differ == k), -0.0, C)
+
+
+def special_values(xp, A, B, C):
+    """NaN and +-inf where IEEE arithmetic on the exact terms gives them."""
+    f = xp.float64
+    pos_a, neg_a, pos_b, neg_b = (A > 0).astype(f), (A < 0).astype(f), (B > 0).astype(f), (B < 0).astype(f)
+    pinf_a, ninf_a = (A == xp.inf).astype(f), (A == -xp.inf).astype(f)
+    pinf_b, ninf_b = (B == xp.inf).astype(f), (B == -xp.inf).astype(f)
+    zero_a, zero_b = (A == 0).astype(f), (B == 0).astype(f)
+    nan = (xp.isnan(A).any(axis=1)[:, None] | xp.isnan(B).any(axis=0)[None, :]
+           | ((pinf_a + ninf_a) @ zero_b > 0) | (zero_a @ (pinf_b + ninf_b) > 0))
+    plus = pinf_a @ pos_b + ninf_a @ neg_b + pos_a @ pinf_b + neg_a @ ninf_b > 0
+    minus = pinf_a @ neg_b + ninf_a @ pos_b + pos_a @ ninf_b + neg_a @ pinf_b > 0
+    C = xp.where(plus, xp.inf, C)
+    C = xp.where(minus, -xp.inf, C)
+    return xp.where(nan | (plus & minus), xp.nan, C)
+
+
+def matmul2d(A, B, mode, num_moduli, backend):
+    """C = A @ B for 2-D float64 arrays of the backend, emulated exactly-then-rounded."""
+    xp = backend.xp
+    m, k = A.shape
+    n = B.shape[1]
+    if m == 0 or n == 0 or k == 0:
+        return xp.zeros((m, n), dtype=xp.float64)
+    finite = bool(xp.isfinite(A).all()) and bool(xp.isfinite(B).all())
+    Af = A if finite else xp.where(xp.isfinite(A), A, 0.0)
+    Bf = B if finite else xp.where(xp.isfinite(B), B, 0.0)
+    Bt = xp.ascontiguousarray(Bf.T)
+    Af = xp.ascontiguousarray(Af)
+    plan = make_plan(xp, Af, Bt, mode, num_moduli, backend)
+    C = product_finite(Af, Bt, plan, backend)
+    if bool((A == 0).any()) or bool((B == 0).any()):
+        C = signed_zeros(xp, A, B, C)
+    if not finite:
+        C = special_values(xp, A, B, C)
+    return C

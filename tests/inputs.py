@@ -1,0 +1,52 @@
+"""Input families for the tests: random, wide-exponent, adversarial."""
+
+import numpy as np
+
+
+def normal(rng, shape):
+    return rng.standard_normal(shape)
+
+
+def wide(rng, shape, spread):
+    """N(0,1) times 2**U{-spread..spread}: exponents over a 2*spread range."""
+    return rng.standard_normal(shape) * np.exp2(rng.integers(-spread, spread + 1, shape)).astype(float)
+
+
+def phi(rng, shape, p):
+    """GEMMul8's test matrices: (U(0,1) - 0.5) * exp(p * N(0,1))."""
+    return (rng.random(shape) - 0.5) * np.exp(p * rng.standard_normal(shape))
+
+
+def subnormal_heavy(rng, shape):
+    x = rng.standard_normal(shape) * 2.0 ** -1060
+    x[rng.random(shape) < 0.3] = rng.standard_normal() * 2.0 ** -1022
+    return x
+
+
+def huge(rng, shape):
+    """Entries near the top of the range: products overflow float64 unless cancelled exactly."""
+    return rng.standard_normal(shape) * 2.0 ** 1020
+
+
+def cancelling(rng, m, k, n):
+    """A @ B whose terms cancel: B's columns pair +x and -x against duplicated A columns."""
+    A = rng.standard_normal((m, k)) * np.exp2(rng.integers(-30, 30, (m, k)))
+    A[:, k // 2:2 * (k // 2)] = A[:, :k // 2]
+    B = rng.standard_normal((k, n))
+    B[k // 2:2 * (k // 2)] = -B[:k // 2]
+    B[-1] *= 2.0 ** -60
+    return A, B
+
+
+def sprinkle_zeros(rng, x, fraction=0.3):
+    x = x.copy()
+    mask = rng.random(x.shape) < fraction
+    x[mask] = np.where(rng.random(mask.sum()) < 0.5, 0.0, -0.0)
+    return x
+
+
+def sprinkle_specials(rng, x, fraction=0.05):
+    x = x.copy()
+    mask = rng.random(x.shape) < fraction
+    x[mask] = rng.choice([np.nan, np.inf, -np.inf, 0.0, -0.0], mask.sum())
+    return x
