@@ -157,8 +157,9 @@ def matmul(a, b, /, *, mode=None, num_moduli=None, substrate="int8"):
                          f"{a2.shape[-1]})")
     batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
     m, n = a2.shape[-2], b2.shape[-1]
-    a3 = xp.broadcast_to(a2, batch + a2.shape[-2:]).reshape((-1,) + a2.shape[-2:])
-    b3 = xp.broadcast_to(b2, batch + b2.shape[-2:]).reshape((-1,) + b2.shape[-2:])
+    count = int(np.prod(batch, dtype=np.int64))
+    a3 = xp.broadcast_to(a2, batch + a2.shape[-2:]).reshape((count,) + a2.shape[-2:])
+    b3 = xp.broadcast_to(b2, batch + b2.shape[-2:]).reshape((count,) + b2.shape[-2:])
     out = xp.empty((a3.shape[0], m, n), dtype=xp.float64)
     for i in range(a3.shape[0]):
         out[i] = scheme.matmul2d(a3[i], b3[i], mode, num_moduli, backend)

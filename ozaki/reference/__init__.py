@@ -41,12 +41,14 @@ def exact_dot(a, b):
             infs.add(math.copysign(1.0, x) * math.copysign(1.0, y))
     if infs:
         return math.nan if len(infs) == 2 else math.copysign(math.inf, infs.pop())
-    total = exact_sum(a, b)
-    if total == 0:
-        all_negative_zero = len(a) > 0 and all(
-            math.copysign(1.0, x) * math.copysign(1.0, y) < 0 for x, y in zip(a, b))
-        return -0.0 if all_negative_zero else 0.0
-    return round_fraction(total)
+    return round_fraction(exact_sum(a, b), _zero_sign(a, b))
+
+
+def _zero_sign(a, b):
+    """IEEE sign of a zero sum of products: -1 iff every term is a -0 (then the sum is -0)."""
+    all_negative_zero = len(a) > 0 and all(
+        (x == 0 or y == 0) and math.copysign(1.0, x) * math.copysign(1.0, y) < 0 for x, y in zip(a, b))
+    return -1.0 if all_negative_zero else 1.0
 
 
 def exact_matmul(A, B, entries=None):
@@ -84,6 +86,8 @@ def scaled_matmul(A, B, beta_a, beta_b, entries=None):
     The bit-for-bit reference of every mode: what the pipeline must return
     given its own scaling, computed here in Python ints.
     """
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
     Ai = scaled_integers(A, beta_a, axis=1)
     Bi = scaled_integers(B, beta_b, axis=0)
     ba = [int(b) for b in np.asarray(beta_a).tolist()]
@@ -92,7 +96,8 @@ def scaled_matmul(A, B, beta_a, beta_b, entries=None):
 
     def entry(i, j):
         s = sum(Ai[i][k] * Bi[k][j] for k in range(len(Bi)))
-        return round_fraction(Fraction(s) * Fraction(2) ** (ba[i] + bb[j]))
+        return round_fraction(Fraction(s) * Fraction(2) ** (ba[i] + bb[j]),
+                              _zero_sign(A[i].tolist(), B[:, j].tolist()))
 
     if entries is None:
         return np.array([[entry(i, j) for j in range(n)] for i in range(len(Ai))]).reshape(len(Ai), n)

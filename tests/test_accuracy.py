@@ -1,0 +1,51 @@
+"""Accuracy of the default ``accurate`` and ``fast`` modes against native float64 matmul.
+
+The DMMCH ratio |C - C_exact| / (eps |A||B|) is computed exactly (fractions) on
+sampled entries; the defaults must be no worse than numpy's BLAS on the same
+inputs, over the families the defaults are promised for.
+"""
+
+import numpy as np
+import pytest
+
+import ozaki
+from ozaki import reference
+from tests import inputs
+
+
+def entries(rng, m, n, count=40):
+    return [(int(i), int(j)) for i, j in zip(rng.integers(0, m, count), rng.integers(0, n, count))]
+
+
+@pytest.mark.parametrize("family", ["normal", "phi0.5", "phi1", "phi2", "wide4"])
+@pytest.mark.parametrize("mode", ["accurate", "fast"])
+@pytest.mark.parametrize("k", [64, 1024])
+def test_default_no_worse_than_native(rng, family, mode, k):
+    m = n = 48
+    if family == "normal":
+        A, B = inputs.normal(rng, (m, k)), inputs.normal(rng, (k, n))
+    elif family.startswith("phi"):
+        p = float(family[3:])
+        A, B = inputs.phi(rng, (m, k), p), inputs.phi(rng, (k, n), p)
+    else:
+        A, B = inputs.wide(rng, (m, k), 4), inputs.wide(rng, (k, n), 4)
+    e = entries(rng, m, n)
+    native = reference.dmmch_ratio(A @ B, A, B, e)
+    ours = reference.dmmch_ratio(ozaki.matmul(A, B, mode=mode), A, B, e)
+    assert ours <= max(native, 0.5), (ours, native)
+
+
+def test_exact_is_half_ulp(rng):
+    A, B = inputs.cancelling(rng, 20, 64, 12)
+    err = reference.ulp_error(ozaki.matmul(A, B, mode="exact"), A, B)
+    assert err.max() <= 0.5
+
+
+def test_more_moduli_never_hurt_much(rng):
+    """Error falls as moduli are added, until the exact product is reached."""
+    A, B = inputs.phi(rng, (24, 256), 1), inputs.phi(rng, (256, 24), 1)
+    e = entries(rng, 24, 24)
+    errs = [reference.dmmch_ratio(ozaki.matmul(A, B, mode="accurate", num_moduli=m), A, B, e)
+            for m in (8, 12, 16, 20)]
+    assert errs[0] > errs[1] > errs[2] >= errs[3]
+    assert errs[0] > 1e6 and errs[3] <= 0.5

@@ -1,0 +1,154 @@
+"""Bit-for-bit: every mode equals the exact-rational reference of its own scaled integers;
+``exact`` equals the correctly rounded exact product."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
+
+import ozaki
+from ozaki import crt, reference, scheme
+from ozaki.backends import numpy_backend
+from tests import inputs
+
+
+def same_bits(x, y):
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    return x.shape == y.shape and np.array_equal(x.view(np.int64), y.view(np.int64))
+
+
+def plan_of(A, B, mode, nm):
+    return scheme.make_plan(np, np.ascontiguousarray(A), np.ascontiguousarray(B.T), mode, nm, numpy_backend)
+
+
+def check_mode(A, B, mode, nm=None):
+    C = ozaki.matmul(A, B, mode=mode, num_moduli=nm)
+    if mode == "exact":
+        ref = reference.exact_matmul(A, B)
+    else:
+        p = plan_of(A, B, mode, nm)
+        ref = reference.scaled_matmul(A, B, p.beta_a, p.beta_b)
+        # The exactness precondition of the CRT: |A'B'| < 2**usable_bits.
+        Ai = reference.scaled_integers(A, p.beta_a, 1)
+        Bi = reference.scaled_integers(B, p.beta_b, 0)
+        bound = max((sum(abs(a) * abs(Bi[k][j]) for k, a in enumerate(row))
+                     for row in Ai for j in range(B.shape[1])), default=0)
+        assert bound < 2 ** crt.usable_bits(p.num_moduli)
+    assert same_bits(C, ref)
+    return C
+
+
+@pytest.mark.parametrize("mode,nm", [("fast", 3), ("fast", 9), ("fast", None), ("accurate", 2),
+                                     ("accurate", 7), ("accurate", None), ("exact", None)])
+@pytest.mark.parametrize("spread", [0, 8, 40, 300, 1000])
+def test_modes_bit_for_bit(rng, mode, nm, spread):
+    m, k, n = rng.integers(1, 14, 3)
+    check_mode(inputs.wide(rng, (m, k), spread), inputs.wide(rng, (k, n), spread), mode, nm)
+
+
+@pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
+def test_adversarial_families(rng, mode):
+    cases = [(inputs.subnormal_heavy(rng, (6, 9)), inputs.normal(rng, (9, 5))),
+             (inputs.subnormal_heavy(rng, (6, 9)), inputs.subnormal_heavy(rng, (9, 5))),
+             (inputs.huge(rng, (5, 8)), inputs.huge(rng, (8, 4))),
+             inputs.cancelling(rng, 6, 20, 5),
+             (inputs.phi(rng, (7, 30), 4), inputs.phi(rng, (30, 6), 4)),
+             (np.full((3, 40), 2.0 ** 1023), np.full((40, 2), -(2.0 ** 1023)))]
+    for A, B in cases:
+        check_mode(A, B, mode)
+
+
+def test_exact_is_correctly_rounded_on_full_range(rng):
+    """Every exponent of float64, subnormals included, in one product."""
+    k = 24
+    A = rng.standard_normal((5, k)) * np.exp2(rng.integers(-1074, 1000, (5, k)).astype(float))
+    B = rng.standard_normal((k, 4)) * np.exp2(rng.integers(-1074, 1000, (k, 4)).astype(float))
+    A[0, :] = np.nextafter(0, 1) * rng.integers(1, 5, k)
+    p = plan_of(A, B, "exact", None)
+    assert p.slices_a > 1 and p.slices_b > 1          # the Kulisch sum of slice pairs is exercised
+    check_mode(A, B, "exact")
+
+
+def test_exact_cancellation_to_tiny(rng):
+    """Huge terms cancel exactly, leaving a subnormal: only an exact sum gets it."""
+    A = np.array([[2.0 ** 1000, 2.0 ** -1074, -(2.0 ** 1000)]])
+    B = np.array([[1.0], [3.0], [1.0]])
+    C = ozaki.matmul(A, B, mode="exact")
+    assert C[0, 0] == 3 * 2.0 ** -1074
+    check_mode(A, B, "exact")
+
+
+def test_exact_num_moduli_override(rng):
+    A, B = inputs.wide(rng, (6, 10), 30), inputs.wide(rng, (10, 6), 30)
+    check_mode(A, B, "exact", 30)
+    with pytest.raises(ValueError, match="exact mode"):
+        ozaki.matmul(A, B, mode="exact", num_moduli=3)
+
+
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@given(st.data(), st.sampled_from(["fast", "accurate", "exact"]))
+@settings(max_examples=60, deadline=None)
+def test_property_bit_for_bit(data, mode):
+    m, k, n = (data.draw(st.integers(1, 6)) for _ in range(3))
+    A = data.draw(hnp.arrays(np.float64, (m, k), elements=finite))
+    B = data.draw(hnp.arrays(np.float64, (k, n), elements=finite))
+    nm = data.draw(st.sampled_from([None, 4, 12])) if mode != "exact" else None
+    check_mode(A, B, mode, nm)
+
+
+def test_specials_follow_ieee(rng):
+    A = inputs.sprinkle_specials(rng, inputs.normal(rng, (12, 15)), 0.15)
+    B = inputs.sprinkle_specials(rng, inputs.normal(rng, (15, 10)), 0.15)
+    ref = reference.exact_matmul(A, B)
+    for mode in ("fast", "accurate", "exact"):
+        C = ozaki.matmul(A, B, mode=mode)
+        special = ~np.isfinite(ref)
+        assert same_bits(C[special], ref[special])
+        assert np.isfinite(C[~special]).all()
+    assert same_bits(ozaki.matmul(A, B, mode="exact"), ref)
+
+
+def test_signed_zeros():
+    z = np.array([[-0.0, 0.0], [0.0, 0.0]])
+    B = np.array([[1.0, -1.0], [-0.0, 0.0]])
+    for mode in ("fast", "accurate", "exact"):
+        C = ozaki.matmul(z, B, mode=mode)
+        assert same_bits(C, reference.exact_matmul(z, B))
+    # -0 * 1 + 0 * -0 = -0 + -0 = -0
+    assert np.signbit(ozaki.matmul(np.array([[-0.0, 0.0]]), np.array([[1.0], [-0.0]]))[0, 0])
+    # exact cancellation of nonzero terms gives +0
+    C = ozaki.matmul(np.array([[1.0, 1.0]]), np.array([[-2.0], [2.0]]), mode="exact")
+    assert C[0, 0] == 0 and not np.signbit(C[0, 0])
+
+
+def test_zero_sprinkled(rng):
+    A = inputs.sprinkle_zeros(rng, inputs.normal(rng, (10, 6)), 0.7)
+    B = inputs.sprinkle_zeros(rng, inputs.normal(rng, (6, 9)), 0.7)
+    for mode in ("fast", "accurate", "exact"):
+        check_mode(A, B, mode)
+
+
+def test_overflow_gives_inf():
+    A = np.full((1, 4), 2.0 ** 1000)
+    C = ozaki.matmul(A, A.T, mode="exact")
+    assert C[0, 0] == np.inf
+    C = ozaki.matmul(A, -A.T, mode="accurate")
+    assert C[0, 0] == -np.inf
+
+
+def test_cpu_speed_256_exact(rng):
+    import time
+    A, B = inputs.normal(rng, (256, 256)), inputs.normal(rng, (256, 256))
+    ozaki.matmul(A[:8], B, mode="exact")
+    t = time.perf_counter()
+    ozaki.matmul(A, B, mode="exact")
+    assert time.perf_counter() - t < 1.0
+
+
+def test_exact_larger_sampled(rng):
+    A, B = inputs.wide(rng, (200, 300), 20), inputs.wide(rng, (300, 150), 20)
+    C = ozaki.matmul(A, B, mode="exact")
+    entries = [(int(i), int(j)) for i, j in zip(rng.integers(0, 200, 40), rng.integers(0, 150, 40))]
+    assert same_bits(C[tuple(np.array(entries).T)], reference.exact_matmul(A, B, entries))
