@@ -39,11 +39,13 @@ def dmmch(C, A, B, entries):
 
 def meta():
     info = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "host": platform.node()}
-    try:
-        info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                        text=True, check=False).stdout.strip() or "unknown"
-    except OSError:
-        info["commit"] = "unknown"
+    info["commit"] = os.environ.get("OZAKI_COMMIT", "")
+    if not info["commit"]:
+        try:
+            info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                            text=True, check=False).stdout.strip() or "unknown"
+        except OSError:
+            info["commit"] = "unknown"
     try:
         import cupy
         props = cupy.cuda.runtime.getDeviceProperties(0)

@@ -68,7 +68,7 @@ def _tables(m, device):
 @functools.lru_cache(maxsize=None)
 def _crt_tables(m, device):
     k = crt_constants(m)
-    return cupy.asarray(k.c_limbs), cupy.asarray(k.P_limbs)
+    return cupy.asarray(k.c_limbs.astype(np.float64)), cupy.asarray(k.P_limbs)
 
 
 def _device():
@@ -150,7 +150,7 @@ def epilogue(products, shifts, m, beta_a, beta_b):
     out = cupy.empty((rows, cols), dtype=cupy.float64)
     grid, block = _grid(rows * cols, 128)
     kern(grid, block, (prod, np.int32(npairs), np.int32(m), np.int64(rows), np.int64(cols),
-                       _tables(m, _device())[0], c_limbs, P_limbs, np.float64(k.P_float),
+                       *_tables(m, _device())[:2], c_limbs, P_limbs, np.float64(k.P_float),
                        cupy.asarray(np.array(shifts, dtype=np.int32)),
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
                        cupy.ascontiguousarray(beta_b, dtype=cupy.int64), out))

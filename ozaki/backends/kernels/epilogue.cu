@@ -21,20 +21,29 @@ __device__ __forceinline__ void normalize(long long* a, int L) {
 }
 
 // RN(int(a) * 2**exponent) for normalized limbs a; a is overwritten.
-__device__ double round_to_float64(long long* a, int L, long long exponent) {
+// L is a compile-time constant at every call, so the loops unroll and the
+// limbs stay in registers (no run-time index into a[]).
+template <int L>
+__device__ __forceinline__ double round_to_float64(long long* a, long long exponent) {
     bool negative = a[L - 1] < 0;
     if (negative) {
+#pragma unroll
         for (int l = 0; l < L; ++l) a[l] = -a[l];
         normalize(a, L);
     }
+    // Slide a three-limb window up the limbs; keep the one at the top nonzero limb.
     int top = -1;
-    for (int l = L - 1; l >= 0; --l) { if (a[l] != 0) { top = l; break; } }
+    unsigned long long l2 = 0, l1 = 0, l0 = 0, prev1 = 0, prev2 = 0;
+    bool sticky = false, below = false;
+#pragma unroll
+    for (int l = 0; l < L; ++l) {
+        unsigned long long cur = (unsigned long long)a[l];
+        if (cur != 0) { top = l; l2 = cur; l1 = prev1; l0 = prev2; sticky = below; }
+        below |= (prev2 != 0);
+        prev2 = prev1;
+        prev1 = cur;
+    }
     if (top < 0) return 0.0;
-    unsigned long long l2 = (unsigned long long)a[top];
-    unsigned long long l1 = top >= 1 ? (unsigned long long)a[top - 1] : 0ULL;
-    unsigned long long l0 = top >= 2 ? (unsigned long long)a[top - 2] : 0ULL;
-    bool sticky = false;
-    for (int l = 0; l < top - 2; ++l) sticky |= (a[l] != 0);
     int bl = 64 - __clzll(l2);                     // 1..32
     unsigned long long T = (l2 << (64 - bl)) | (l1 << (32 - bl)) | (l0 >> bl);
     sticky |= (l0 & ((1ULL << bl) - 1)) != 0;
@@ -56,7 +65,8 @@ __device__ double round_to_float64(long long* a, int L, long long exponent) {
 extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npairs, nmod, rows, cols)
                                     int npairs, int nmod, long long rows, long long cols,
                                     const int* __restrict__ moduli,
-                                    const long long* __restrict__ c_limbs,  // (nmod, LP)
+                                    const double* __restrict__ inv_moduli,
+                                    const double* __restrict__ c_limbs,     // (nmod, LP), < 2**32
                                     const long long* __restrict__ P_limbs,  // (LP,)
                                     double P_float,
                                     const int* __restrict__ shifts,         // (npairs,) in limbs
@@ -70,24 +80,26 @@ extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npair
 #pragma unroll
         for (int l = 0; l < LACC; ++l) acc[l] = 0;
         for (int pair = 0; pair < npairs; ++pair) {
-            long long S[LP];
+            // S = sum_i r_i c_i in float64 limbs: |r_i c_il| < 2**40 and at most 49
+            // terms, so every partial sum is an integer below 2**46: exact.
+            double S[LP];
 #pragma unroll
-            for (int l = 0; l < LP; ++l) S[l] = 0;
+            for (int l = 0; l < LP; ++l) S[l] = 0.0;
             const PROD_T* pp = prod + (long long)pair * nmod * mn + idx;
             for (int i = 0; i < nmod; ++i) {
                 int p = moduli[i];
-                int h = p / 2;
-                long long v = (long long)pp[(long long)i * mn];
-                long long r = v % p;
+                double v = (double)pp[(long long)i * mn];   // |v| < 2**53: exact
+                double r = fma(-floor(v * inv_moduli[i]), (double)p, v);
                 if (r < 0) r += p;
-                if (r > p - 1 - h) r -= p;              // symmetric residue, |r| <= 128
-                const long long* c = c_limbs + i * LP;
+                if (r >= p) r -= p;
+                if (r > p - 1 - p / 2) r -= p;              // symmetric residue, |r| <= 128
+                const double* c = c_limbs + i * LP;
 #pragma unroll
-                for (int l = 0; l < LP; ++l) S[l] += r * c[l];
+                for (int l = 0; l < LP; ++l) S[l] = fma(r, c[l], S[l]);
             }
             double Sf = 0.0;
 #pragma unroll
-            for (int l = 0; l < LP; ++l) Sf += (double)S[l] * ldexp(1.0, 32 * l);
+            for (int l = 0; l < LP; ++l) Sf += S[l] * ldexp(1.0, 32 * l);
             long long q = (long long)rint(Sf / P_float);
 #ifdef SINGLE_PAIR
             const int sh = 0;                            // keeps acc in registers
@@ -95,11 +107,11 @@ extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npair
             int sh = shifts[pair];
 #endif
 #pragma unroll
-            for (int l = 0; l < LP; ++l) acc[sh + l] += S[l] - q * P_limbs[l];
+            for (int l = 0; l < LP; ++l) acc[sh + l] += (long long)S[l] - q * P_limbs[l];
         }
         normalize(acc, LACC);
         long long row = idx / cols;
         long long col = idx - row * cols;
-        out[idx] = round_to_float64(acc, LACC, beta_a[row] + beta_b[col]);
+        out[idx] = round_to_float64<LACC>(acc, beta_a[row] + beta_b[col]);
     }
 }

@@ -74,7 +74,7 @@ extern "C" __global__ void residues(const double* __restrict__ x, long long rows
             char r4[4];
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
-                int r = (mod_u53(q[j], p, invp) * tab[s[j]]) % p;
+                int r = mod_u53((unsigned long long)(mod_u53(q[j], p, invp) * tab[s[j]]), p, invp);
                 if (neg[j] && r != 0) r = p - r;
                 r4[j] = (char)(r <= p - 1 - h ? r : r - p);
             }

@@ -1,0 +1,71 @@
+"""Time split of one ozaki.matmul on the GPU: each pipeline step alone, CUDA events.
+
+    python -m bench.steps --sizes 4096 8192 --mode accurate
+
+Each step is run as ozaki.scheme.matmul2d runs it, on the same inputs, and
+timed separately (median of repeats); bytes moved are counted per step and
+compared with the device-to-device copy bandwidth.
+"""
+
+import argparse
+
+import numpy as np
+
+import ozaki
+from bench import common
+from ozaki import scheme
+
+
+def steps(n, mode, nm, repeats):
+    import cupy
+    from ozaki.backends import cupy_backend as be
+    rng = np.random.default_rng(7)
+    A = cupy.asarray(rng.standard_normal((n, n)))
+    B = cupy.asarray(rng.standard_normal((n, n)))
+    Bt = cupy.ascontiguousarray(B.T)
+    plan = scheme.make_plan(cupy, A, Bt, mode, nm, be)
+    m = plan.num_moduli
+    ra = be.residues(A, plan.beta_a, plan.width, m)
+    rb = be.residues(Bt, plan.beta_b, plan.width, m)
+    prod = be.gemm(ra, rb)
+    out = {}
+    t = lambda f: common.time_gpu(f, warmup=1, repeats=repeats)[0]
+    out["checks (isfinite, zeros)"] = t(lambda: (bool(cupy.isfinite(A).all()), bool(cupy.isfinite(B).all()),
+                                                 bool((A == 0).any()), bool((B == 0).any())))
+    out["transpose B"] = t(lambda: cupy.ascontiguousarray(B.T))
+    out["plan"] = t(lambda: scheme.make_plan(cupy, A, Bt, mode, nm, be))
+    out["residues A+B"] = t(lambda: (be.residues(A, plan.beta_a, plan.width, m),
+                                     be.residues(Bt, plan.beta_b, plan.width, m)))
+    out["int8 gemms"] = t(lambda: be.gemm(ra, rb))
+    out["epilogue"] = t(lambda: be.epilogue([prod], [0], m, plan.beta_a, plan.beta_b))
+    out["total matmul"] = t(lambda: ozaki.matmul(A, B, mode=mode, num_moduli=nm))
+    out["native dgemm"] = t(lambda: A @ B)
+    gemm_tops = m * 2.0 * n ** 3 / out["int8 gemms"] / 1e9
+    bytes_res = 2 * n * n * (8 + m)
+    bytes_epi = n * n * (4 * m + 8)
+    return {"n": n, "mode": mode, "num_moduli": m, "ms": out, "int8_tops": gemm_tops,
+            "residues_GBps": bytes_res / out["residues A+B"] / 1e6,
+            "epilogue_GBps": bytes_epi / out["epilogue"] / 1e6}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
+    ap.add_argument("--mode", default="accurate")
+    ap.add_argument("--num-moduli", type=int, default=None)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", default="bench/results/steps.json")
+    a = ap.parse_args(argv)
+    rows = []
+    for n in a.sizes:
+        r = steps(n, a.mode, a.num_moduli, a.repeats)
+        rows.append(r)
+        print(f"n={n} mode={r['mode']} m={r['num_moduli']}  int8 {r['int8_tops']:.0f} TOPS, "
+              f"residues {r['residues_GBps']:.0f} GB/s, epilogue {r['epilogue_GBps']:.0f} GB/s")
+        for k, v in r["ms"].items():
+            print(f"   {k:26s} {v:8.3f} ms")
+    common.write_json(a.out, {"meta": common.meta(), "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
