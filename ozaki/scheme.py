@@ -39,12 +39,12 @@ def _clog2(k):
 
 
 # Default moduli counts: keep DEFAULT_BITS_PER_SIDE bits of each row/column
-# maximum, plus log2(k) for the growth of the product.  55 bits per side (16
-# moduli at k = 1024, 17 at k = 16384) keeps the DMMCH error ratio at or below
+# maximum, plus log2(k) for the growth of the product.  53 bits per side (16
+# moduli for k <= 2**15, 17 beyond) keeps the DMMCH error ratio at or below
 # native float64 matmul's on N(0,1), uniform and exp(phi N(0,1)) inputs with
 # phi <= 2 (tests/test_accuracy.py, bench/); wider spreads need more moduli
 # or mode="exact".
-DEFAULT_BITS_PER_SIDE = 55
+DEFAULT_BITS_PER_SIDE = 53
 
 
 def default_num_moduli(mode, k):
@@ -65,6 +65,7 @@ class Plan:
     beta_b: object         # (n,) int64: bottom exponent of each column of B
     slices_a: int
     slices_b: int
+    flags: tuple = ()      # per-row flags of A and of B^T from scan_rows (NaN/inf: 1, zero: 2)
 
 
 def _frexp_exponent(xp, v):
@@ -72,51 +73,45 @@ def _frexp_exponent(xp, v):
     return xp.frexp(v)[1].astype(xp.int64)
 
 
-def plan_fast(xp, A, Bt, m):
-    """Bottoms from the 2-norms: |C'_ij| <= ||A'_i|| ||B'_j|| < 2**L."""
+def plan_fast(xp, A, Bt, m, backend):
+    """Bottoms from the 2-norms: |C'_ij| <= ||A'_i|| ||B'_j|| < 2**L.
+
+    The norm bound comes from integer 15-bit ceilings c >= |x| 2**e:
+    ||x|| <= sqrt(sum c**2) 2**-e, an exact integer sum, so it is the same on
+    every backend whatever order the sum runs in.
+    """
     L = crt.usable_bits(m)
     la = L // 2
 
     def bottoms(X, bits):
-        amax = xp.max(xp.abs(X), axis=1)
-        s = _frexp_exponent(xp, amax)
-        scaled = xp.ldexp(X, (-s)[:, None].astype(xp.int32))       # exact: max in [0.5, 1)
-        k = X.shape[1]
-        # Upper bound of the norm: float64 sum-of-squares error, plus what
-        # underflowed away in the squares (far below 2**-900 in total).
-        nrm = xp.sqrt(xp.sum(scaled * scaled, axis=1)) * (1 + 2.0 ** -52 * (k + 4)) + 2.0 ** -900
-        e = _frexp_exponent(xp, nrm) + s                            # ||X_i|| < 2**e
-        return xp.where(amax == 0, 0, e - bits)
+        _, flags, e, _, sumsq = backend.scan_rows(X, 15, sum_squares=True)
+        bitlen = _frexp_exponent(xp, sumsq.astype(xp.float64))      # sumsq < 2**bitlen
+        t = (bitlen + 1) // 2 - e                                   # ||X_i|| < 2**t
+        return xp.where(sumsq == 0, 0, t - bits), flags
 
-    return Plan("fast", m, None, bottoms(A, la), bottoms(Bt, L - la), 1, 1)
-
-
-def ceil6(xp, X):
-    """6-bit ceilings of |X| per row: (int8 ceil(|X| 2**e), e), |X| 2**e < 64."""
-    amax = xp.max(xp.abs(X), axis=1)
-    e = 6 - _frexp_exponent(xp, amax)
-    scaled = xp.ceil(xp.ldexp(xp.abs(X), e[:, None].astype(xp.int32)))
-    # A value that underflowed while scaling down still has ceiling 1.
-    hat = xp.where(X != 0, xp.maximum(scaled, 1), 0).astype(xp.int8)
-    return hat, e
+    (beta_a, fa), (beta_b, fb) = bottoms(A, la), bottoms(Bt, L - la)
+    return Plan("fast", m, None, beta_a, beta_b, 1, 1, (fa, fb))
 
 
 def plan_accurate(xp, A, Bt, m, backend):
     """Bottoms from M = ceil6(|A|) ceil6(|B|) >= sum_k |A||B| 2**(eA + eB) (one int8 GEMM)."""
     L = crt.usable_bits(m)
-    ahat, ea = ceil6(xp, A)
-    bhat, eb = ceil6(xp, Bt)
-    M = backend.gemm(ahat[None], bhat[None])[0].astype(xp.float64)  # exact: < k * 2**12
-    r = _frexp_exponent(xp, xp.max(M, axis=1))      # M_ij < 2**r_i
-    c = _frexp_exponent(xp, xp.max(M, axis=0))      # M_ij < 2**c_j
+    _, fa, ea, ahat, _ = backend.scan_rows(A, 6, hat=True)
+    _, fb, eb, bhat, _ = backend.scan_rows(Bt, 6, hat=True)
+    M = backend.gemm(ahat[None], bhat[None])[0]                     # exact: < k * 2**12
+    r = _frexp_exponent(xp, xp.max(M, axis=1).astype(xp.float64))  # M_ij < 2**r_i
+    c = _frexp_exponent(xp, xp.max(M, axis=0).astype(xp.float64))  # M_ij < 2**c_j
     # t_i + u_j + min(r_i, c_j) <= L, so sum |A'||B'| <= 2**(t+u) M_ij < 2**L.
     t = (L - r) // 2
     u = (L - c) // 2
-    return Plan("accurate", m, None, -(ea + t), -(eb + u), 1, 1)
+    return Plan("accurate", m, None, -(ea + t), -(eb + u), 1, 1, (fa, fb))
 
 
 def _row_bits(xp, backend, X):
-    """Per row: top (|x| < 2**top) and lowest set bit exponent; (top, lsb) int64, zero rows 0, 0."""
+    """Per row: top (|x| < 2**top) and lowest set bit exponent; (top, lsb) int64, zero rows 0, 0.
+
+    Non-finite entries read as zero (split gives them mantissa 0).
+    """
     negative, mant, e = backend.split(X)
     nz = mant != 0
     low = e + _frexp_exponent(xp, (mant & -mant).astype(xp.float64)) - 1
@@ -159,7 +154,7 @@ def plan_exact(xp, A, Bt, num_moduli, backend):
         raise ValueError(f"exact mode with k={k} needs at least "
                          f"{crt.num_moduli_for_bits(need)} moduli, got num_moduli={num_moduli}")
     _, w, m, ta, tb = best
-    return Plan("exact", m, w, beta_a, beta_b, ta, tb)
+    return Plan("exact", m, w, beta_a, beta_b, ta, tb, (backend.scan_rows(A)[1], backend.scan_rows(Bt)[1]))
 
 
 def make_plan(xp, A, Bt, mode, num_moduli, backend):
@@ -168,7 +163,7 @@ def make_plan(xp, A, Bt, mode, num_moduli, backend):
     m = default_num_moduli(mode, A.shape[1]) if num_moduli is None else num_moduli
     crt.moduli(m)                                       # validates the count
     if mode == "fast":
-        return plan_fast(xp, A, Bt, m)
+        return plan_fast(xp, A, Bt, m, backend)
     return plan_accurate(xp, A, Bt, m, backend)
 
 
@@ -220,15 +215,16 @@ def matmul2d(A, B, mode, num_moduli, backend):
     n = B.shape[1]
     if m == 0 or n == 0 or k == 0:
         return xp.zeros((m, n), dtype=xp.float64)
-    finite = bool(xp.isfinite(A).all()) and bool(xp.isfinite(B).all())
-    Af = A if finite else xp.where(xp.isfinite(A), A, 0.0)
-    Bf = B if finite else xp.where(xp.isfinite(B), B, 0.0)
-    Bt = xp.ascontiguousarray(Bf.T)
-    Af = xp.ascontiguousarray(Af)
-    plan = make_plan(xp, Af, Bt, mode, num_moduli, backend)
-    C = product_finite(Af, Bt, plan, backend)
-    if bool((A == 0).any()) or bool((B == 0).any()):
+    A = xp.ascontiguousarray(A)
+    Bt = xp.ascontiguousarray(B.T)
+    # Non-finite entries count as zeros in the finite product (the residue
+    # step reads them so); the IEEE fix-ups below put NaN/inf back.
+    plan = make_plan(xp, A, Bt, mode, num_moduli, backend)
+    C = product_finite(A, Bt, plan, backend)
+    flags = xp.concatenate(plan.flags)
+    found = int((flags & 1).any()) + 2 * int((flags & 2).any())     # the one host sync
+    if found & 2:
         C = signed_zeros(xp, A, B, C)
-    if not finite:
+    if found & 1:
         C = special_values(xp, A, B, C)
     return C

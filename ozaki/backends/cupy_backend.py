@@ -53,16 +53,17 @@ def _source(name):
 def _kernel(file, function, defines, device):
     """A compiled kernel, memoized per (source, defines, device)."""
     header = "".join(f"#define {k} {v}\n" for k, v in defines)
-    module = cupy.RawModule(code=header + _source(file), options=("-std=c++17",))
+    module = cupy.RawModule(code=header + _source(file), options=("-std=c++17", f"-I{_KERNELS}"))
     return module.get_function(function)
 
 
 @functools.lru_cache(maxsize=None)
 def _tables(m, device):
-    """Device copies of the moduli, their reciprocals and the 2**s mod p table."""
-    ps = np.array(_moduli(m), dtype=np.int32)
-    return (cupy.asarray(ps), cupy.asarray(1.0 / ps.astype(np.float64)),
-            cupy.asarray(numpy_backend.pow2_table(m).astype(np.int32)))
+    """Device copies (float64: the kernels' modular arithmetic is FP64) of the
+    moduli, their reciprocals and the 2**s mod p table."""
+    ps = np.array(_moduli(m), dtype=np.float64)
+    return (cupy.asarray(ps), cupy.asarray(1.0 / ps),
+            cupy.asarray(numpy_backend.pow2_table(m).astype(np.float64)))
 
 
 @functools.lru_cache(maxsize=None)
@@ -89,12 +90,31 @@ def residues(x, beta, width, m):
     kpad = _padded(k)
     out = cupy.empty((m, rows, kpad), dtype=cupy.int8)
     moduli, inv, pow2 = _tables(m, _device())
-    kern = _kernel("residues.cu", "residues", (), _device())
+    kern = _kernel("residues.cu", "residues", (("NMOD", m),), _device())
     grid, block = _grid(rows * kpad // 4)
     kern(grid, block, (cupy.ascontiguousarray(x, dtype=cupy.float64), np.int64(rows), np.int64(k),
                        np.int64(kpad), cupy.ascontiguousarray(beta, dtype=cupy.int64),
-                       np.int32(width or 0), np.int32(m), moduli, inv, pow2, out))
+                       np.int32(width or 0), moduli, inv, pow2, out))
     return out
+
+
+def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False):
+    """As numpy_backend.scan_rows, one block per row (kernels/scan_rows.cu)."""
+    rows, k = x.shape
+    kpad = _padded(k)
+    amax = cupy.empty(rows, dtype=cupy.float64)
+    flags = cupy.empty(rows, dtype=cupy.int8)
+    e = cupy.empty(rows, dtype=cupy.int64) if ceil_bits else None
+    c = cupy.empty((rows, kpad), dtype=cupy.int8) if hat else None
+    sumsq = cupy.empty(rows, dtype=cupy.int64) if sum_squares else None
+    defines = (("CEIL_BITS", ceil_bits),) + ((("WRITE_HAT", 1),) if hat else ()) \
+        + ((("SUM_SQUARES", 1),) if sum_squares else ())
+    kern = _kernel("scan_rows.cu", "scan_rows", defines, _device())
+    null = np.uint64(0)
+    kern((rows,), (256,), (cupy.ascontiguousarray(x, dtype=cupy.float64), np.int64(k), np.int64(kpad),
+                           amax, flags, null if e is None else e, null if c is None else c,
+                           null if sumsq is None else sumsq))
+    return amax, flags, e, c, sumsq
 
 
 def _pad(R):
@@ -142,14 +162,14 @@ def epilogue(products, shifts, m, beta_a, beta_b):
     npairs, _, rows, cols = prod.shape
     lacc = k.L + max(shifts) + 1
     defines = (("PROD_T", "int" if prod.dtype == cupy.int32 else "long long"),
-               ("LP", k.L), ("LACC", k.L if npairs == 1 else lacc))
+               ("NMOD", m), ("LP", k.L), ("LACC", k.L if npairs == 1 else lacc))
     if npairs == 1:
         defines += (("SINGLE_PAIR", 1),)
     kern = _kernel("epilogue.cu", "epilogue", defines, _device())
     c_limbs, P_limbs = _crt_tables(m, _device())
     out = cupy.empty((rows, cols), dtype=cupy.float64)
     grid, block = _grid(rows * cols, 128)
-    kern(grid, block, (prod, np.int32(npairs), np.int32(m), np.int64(rows), np.int64(cols),
+    kern(grid, block, (prod, np.int32(npairs), np.int64(rows), np.int64(cols),
                        *_tables(m, _device())[:2], c_limbs, P_limbs, np.float64(k.P_float),
                        cupy.asarray(np.array(shifts, dtype=np.int32)),
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),

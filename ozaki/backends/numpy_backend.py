@@ -31,15 +31,40 @@ def split(x, xp=np):
     """float64 -> (negative, mantissa, exponent) with |x| = mantissa * 2**exponent exactly.
 
     Read off the bits, as the CUDA kernel does: mantissa < 2**53 (implicit bit
-    added for normals), exponent >= -1074.
+    added for normals), exponent >= -1074.  NaN and inf read as zero: the finite
+    product ignores them and the scheme's IEEE fix-ups put them back.
     """
     bits = xp.ascontiguousarray(x, dtype=xp.float64).view(xp.int64)
     negative = bits < 0
     biased = (bits >> 52) & 0x7FF
     frac = bits & ((1 << 52) - 1)
-    mant = xp.where(biased == 0, frac, frac | (1 << 52))
+    mant = xp.where(biased == 0, frac, xp.where(biased == 0x7FF, 0, frac | (1 << 52)))
     exponent = xp.where(biased == 0, -1074, biased - 1075)
     return negative, mant, exponent
+
+
+def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False):
+    """One look at each row: max |x| over finite entries, flags, integer ceilings.
+
+    Returns (amax, flags, e, hat, sumsq): flags bit 0 = the row has NaN/inf,
+    bit 1 = it has a zero.  With ceil_bits > 0, e = ceil_bits - frexp_exponent(amax)
+    and c = ceil(|x| 2**e) (1 for nonzero values that underflow, 0 for zeros and
+    non-finite); ``hat`` returns c as int8, ``sum_squares`` sum c**2 per row (int64).
+    Integers and maxima only, so the GPU kernel (kernels/scan_rows.cu) matches exactly.
+    """
+    finite = np.isfinite(x)
+    a = np.where(finite, np.abs(x), 0.0)
+    amax = a.max(axis=1)
+    flags = ((~finite).any(axis=1).astype(np.int8) | ((x == 0).any(axis=1).astype(np.int8) << 1))
+    e = c = sumsq = None
+    if ceil_bits:
+        e = ceil_bits - np.frexp(amax)[1].astype(np.int64)
+        c = np.where(a != 0, np.maximum(np.ceil(np.ldexp(a, e[:, None].astype(np.int32))), 1), 0)
+        if sum_squares:
+            ci = c.astype(np.int64)
+            sumsq = (ci * ci).sum(axis=1)
+        c = c.astype(np.int8) if hat else None
+    return amax, flags, e, c, sumsq
 
 
 def digits(x, beta, width):

@@ -8,9 +8,13 @@
 //   LP      limbs of one CRT value, LACC limbs of the accumulator
 //   SINGLE_PAIR  defined when there is one slice pair (fast/accurate modes)
 
+//   NMOD    the number of moduli
+
 #ifndef PROD_T
 #define PROD_T int
 #endif
+
+#include "modular.cuh"
 
 __device__ __forceinline__ void normalize(long long* a, int L) {
     for (int l = 0; l < L - 1; ++l) {
@@ -63,8 +67,8 @@ __device__ __forceinline__ double round_to_float64(long long* a, long long expon
 }
 
 extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npairs, nmod, rows, cols)
-                                    int npairs, int nmod, long long rows, long long cols,
-                                    const int* __restrict__ moduli,
+                                    int npairs, long long rows, long long cols,
+                                    const double* __restrict__ moduli,
                                     const double* __restrict__ inv_moduli,
                                     const double* __restrict__ c_limbs,     // (nmod, LP), < 2**32
                                     const long long* __restrict__ P_limbs,  // (LP,)
@@ -85,17 +89,27 @@ extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npair
             double S[LP];
 #pragma unroll
             for (int l = 0; l < LP; ++l) S[l] = 0.0;
-            const PROD_T* pp = prod + (long long)pair * nmod * mn + idx;
-            for (int i = 0; i < nmod; ++i) {
-                int p = moduli[i];
-                double v = (double)pp[(long long)i * mn];   // |v| < 2**53: exact
-                double r = fma(-floor(v * inv_moduli[i]), (double)p, v);
-                if (r < 0) r += p;
-                if (r >= p) r -= p;
-                if (r > p - 1 - p / 2) r -= p;              // symmetric residue, |r| <= 128
-                const double* c = c_limbs + i * LP;
+            const PROD_T* pp = prod + (long long)pair * NMOD * mn + idx;
+            // Moduli in groups of four: four independent loads in flight per
+            // thread, few enough registers for a full multiprocessor.
+#pragma unroll 1
+            for (int g = 0; g < NMOD; g += 4) {
+                double v[4];
 #pragma unroll
-                for (int l = 0; l < LP; ++l) S[l] = fma(r, c[l], S[l]);
+                for (int j = 0; j < 4; ++j)
+                    v[j] = g + j < NMOD ? (double)pp[(long long)(g + j) * mn] : 0.0;
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    if (g + j < NMOD) {
+                        int i = g + j;
+                        double p = moduli[i];
+                        // |v| < 2**53: exact; symmetric residue, |r| <= 128.
+                        double r = mod_symmetric(v[j], p, inv_moduli[i], floor(0.5 * p));
+                        const double* c = c_limbs + i * LP;
+#pragma unroll
+                        for (int l = 0; l < LP; ++l) S[l] = fma(r, c[l], S[l]);
+                    }
+                }
             }
             double Sf = 0.0;
 #pragma unroll

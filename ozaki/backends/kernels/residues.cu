@@ -8,19 +8,14 @@
 // out has shape (nmod, rows, kpad), row-major; columns k..kpad-1 are zero so
 // that the int8 GEMMs can run on a padded inner dimension.
 // Each thread does four consecutive columns of one row and writes a char4 per
-// modulus: one read of x, one write of every residue, nothing else.
+// modulus: one read of x, one write of every residue, nothing else.  The
+// modular arithmetic runs on the FP64 pipe without conversion instructions
+// (which run at a quarter rate on Hopper and were the bottleneck).
 
 #define MAX_SHIFT 2304
+// NMOD, the number of moduli, is defined at compile time.
 
-__device__ __forceinline__ int mod_u53(unsigned long long q, int p, double invp) {
-    // q < 2**53 is exact in float64; the quotient estimate is off by at most one.
-    double qd = (double)q;
-    double t = floor(qd * invp);
-    int r = (int)fma(-t, (double)p, qd);
-    if (r < 0) r += p;
-    if (r >= p) r -= p;
-    return r;
-}
+#include "modular.cuh"
 
 __device__ __forceinline__ void digit(double x, long long beta, int width,
                                       bool &negative, unsigned long long &q, int &s) {
@@ -29,7 +24,9 @@ __device__ __forceinline__ void digit(double x, long long beta, int width,
     int biased = (int)((bits >> 52) & 0x7FF);
     unsigned long long mant = (unsigned long long)(bits & ((1LL << 52) - 1));
     long long e;
-    if (biased == 0) { e = -1074; } else { mant |= (1ULL << 52); e = biased - 1075; }
+    if (biased == 0) { e = -1074; }
+    else if (biased == 0x7FF) { mant = 0; e = 0; }      // NaN/inf: zero here, fixed up later
+    else { mant |= (1ULL << 52); e = biased - 1075; }
     long long d = e - beta;
     long long right = d < 0 ? -d : 0;
     if (right > 63) right = 63;
@@ -46,9 +43,9 @@ __device__ __forceinline__ void digit(double x, long long beta, int width,
 
 extern "C" __global__ void residues(const double* __restrict__ x, long long rows, long long k,
                                     long long kpad, const long long* __restrict__ beta, int width,
-                                    int nmod, const int* __restrict__ moduli,
+                                    const double* __restrict__ moduli,
                                     const double* __restrict__ inv_moduli,
-                                    const int* __restrict__ pow2,        // (nmod, MAX_SHIFT)
+                                    const double* __restrict__ pow2,     // (NMOD, MAX_SHIFT)
                                     signed char* __restrict__ out) {
     long long quads = kpad / 4;
     long long total = rows * quads;
@@ -66,17 +63,21 @@ extern "C" __global__ void residues(const double* __restrict__ x, long long rows
             double v = (col + j < k) ? x[row * k + col + j] : 0.0;
             digit(v, b, width, neg[j], q[j], s[j]);
         }
-        for (int i = 0; i < nmod; ++i) {
-            int p = moduli[i];
-            int h = p / 2;
+        double qd[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) qd[j] = neg[j] ? -(double)q[j] : (double)q[j];
+#pragma unroll 1
+        for (int i = 0; i < NMOD; ++i) {       // not unrolled: keeps the registers few
+            double p = moduli[i];
+            double h = floor(0.5 * p);
             double invp = inv_moduli[i];
-            const int* tab = pow2 + (long long)i * MAX_SHIFT;
+            const double* tab = pow2 + (long long)i * MAX_SHIFT;
             char r4[4];
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
-                int r = mod_u53((unsigned long long)(mod_u53(q[j], p, invp) * tab[s[j]]), p, invp);
-                if (neg[j] && r != 0) r = p - r;
-                r4[j] = (char)(r <= p - 1 - h ? r : r - p);
+                // (x mod p)(2**s mod p) < 2**15 in magnitude: exact, then reduce again.
+                double r = mod_symmetric(mod_symmetric(qd[j], p, invp, h) * tab[s[j]], p, invp, h);
+                r4[j] = (char)__double2loint(r + MAGIC);
             }
             *reinterpret_cast<char4*>(out + i * plane + row * kpad + col) =
                 make_char4(r4[0], r4[1], r4[2], r4[3]);
