@@ -39,17 +39,19 @@ def _clog2(k):
 
 
 # Default moduli counts: keep DEFAULT_BITS_PER_SIDE bits of each row/column
-# maximum, plus log2(k) for the growth of the product.  53 bits per side (16
-# moduli for k <= 2**15, 17 beyond) keeps the DMMCH error ratio at or below
+# maximum, plus log2(k) for the growth of the product, and never fewer than
+# MIN_DEFAULT_MODULI (small k: the phi = 2 inputs below need 16 at k = 64).
+# That is 16 moduli for k <= 2**15, 17 beyond, and keeps the DMMCH ratio at or below
 # native float64 matmul's on N(0,1), uniform and exp(phi N(0,1)) inputs with
 # phi <= 2 (tests/test_accuracy.py, bench/); wider spreads need more moduli
 # or mode="exact".
 DEFAULT_BITS_PER_SIDE = 53
+MIN_DEFAULT_MODULI = 16
 
 
 def default_num_moduli(mode, k):
     """The moduli count ``mode`` uses for inner dimension k when none is given."""
-    return crt.num_moduli_for_bits(2 * DEFAULT_BITS_PER_SIDE + _clog2(k))
+    return max(MIN_DEFAULT_MODULI, crt.num_moduli_for_bits(2 * DEFAULT_BITS_PER_SIDE + _clog2(k)))
 
 
 # Exact slices are multiples of a limb wide, so pair shifts are whole limbs.
