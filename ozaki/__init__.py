@@ -31,14 +31,19 @@ _state = threading.local()
 def get_config():
     """The current defaults: a dict with 'mode' and 'num_moduli'."""
     if not hasattr(_state, "config"):
-        _state.config = {"mode": "accurate", "num_moduli": None}
+        _state.config = {"mode": "accurate", "num_moduli": None, "workspace": None}
     return dict(_state.config)
 
 
 @contextlib.contextmanager
 def config(**options):
-    """Set defaults for ``matmul``/``dot`` inside a ``with`` block (mode=..., num_moduli=...)."""
-    unknown = set(options) - {"mode", "num_moduli"}
+    """Set defaults for ``matmul``/``dot`` inside a ``with`` block.
+
+    mode, num_moduli: as for ``matmul``; workspace: bytes the residues and
+    products of one block may take (None: half the free device memory on the
+    GPU, 1 GiB on the CPU); larger products are blocked over rows and columns.
+    """
+    unknown = set(options) - {"mode", "num_moduli", "workspace"}
     if unknown:
         raise TypeError(f"config() got unexpected options {sorted(unknown)}")
     old = get_config()
@@ -162,7 +167,7 @@ def matmul(a, b, /, *, mode=None, num_moduli=None, substrate="int8"):
     b3 = xp.broadcast_to(b2, batch + b2.shape[-2:]).reshape((count,) + b2.shape[-2:])
     out = xp.empty((a3.shape[0], m, n), dtype=xp.float64)
     for i in range(a3.shape[0]):
-        out[i] = scheme.matmul2d(a3[i], b3[i], mode, num_moduli, backend)
+        out[i] = scheme.matmul2d(a3[i], b3[i], mode, num_moduli, backend, get_config()["workspace"])
     out = out.reshape(batch + (m, n))
     if a.ndim == 1:
         out = out[..., 0, :]

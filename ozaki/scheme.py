@@ -169,19 +169,55 @@ def make_plan(xp, A, Bt, mode, num_moduli, backend):
     return plan_accurate(xp, A, Bt, m, backend)
 
 
-def product_finite(A, Bt, plan, backend):
-    """The exact-then-rounded product of finite A (m, k) and B = Bt.T under ``plan``."""
+def _residue_slices(X, beta, plan, count, backend):
+    w = plan.width or 0
+    return [backend.residues(X, beta + t * w, plan.width, plan.num_moduli) for t in range(count)]
+
+
+def blocks(m, n, k, plan, workspace):
+    """Row and column block sizes whose residues and products fit ``workspace`` bytes.
+
+    Per column of B: its residues (slices_b * moduli * k bytes); per row of A:
+    its residues, plus the int32/int64 products and the output of its row of
+    the block.  Columns take at most half the budget; rows the rest.
+    """
+    kp = -(-k // 16) * 16
+    mods = plan.num_moduli
+    pairs = plan.slices_a * plan.slices_b
+    per_col = plan.slices_b * mods * kp
+    nb = max(1, min(n, (workspace // 2) // per_col))
+    per_row = plan.slices_a * mods * kp + nb * (pairs * mods * 8 + 8)
+    mb = max(1, min(m, (workspace - nb * per_col) // per_row))
+    return mb, nb
+
+
+def product_finite(A, Bt, plan, backend, workspace):
+    """The exact-then-rounded product of finite A (m, k) and B = Bt.T under ``plan``.
+
+    Blocked over rows of A and columns of B so that the residues and products of
+    one block stay under ``workspace`` bytes; one block when everything fits.
+    """
     xp = backend.xp
-    slices_a = [backend.residues(A, plan.beta_a + t * (plan.width or 0), plan.width, plan.num_moduli)
-                for t in range(plan.slices_a)]
-    slices_b = [backend.residues(Bt, plan.beta_b + u * (plan.width or 0), plan.width, plan.num_moduli)
-                for u in range(plan.slices_b)]
-    products, shifts = [], []
-    for t, ra in enumerate(slices_a):
-        for u, rb in enumerate(slices_b):
-            products.append(backend.gemm(ra, rb))
-            shifts.append((t + u) * (plan.width or 0) // LIMB_BITS)
-    return backend.epilogue(products, shifts, plan.num_moduli, plan.beta_a, plan.beta_b)
+    m, k = A.shape
+    n = Bt.shape[0]
+    mb, nb = blocks(m, n, k, plan, workspace)
+    C = xp.empty((m, n), dtype=xp.float64) if (mb, nb) != (m, n) else None
+    for j0 in range(0, n, nb):
+        rb = _residue_slices(Bt[j0:j0 + nb], plan.beta_b[j0:j0 + nb], plan, plan.slices_b, backend)
+        for i0 in range(0, m, mb):
+            ra = _residue_slices(A[i0:i0 + mb], plan.beta_a[i0:i0 + mb], plan, plan.slices_a, backend)
+            products, shifts = [], []
+            for t, a in enumerate(ra):
+                for u, b in enumerate(rb):
+                    products.append(backend.gemm(a, b))
+                    shifts.append((t + u) * (plan.width or 0) // LIMB_BITS)
+            block = backend.epilogue(products, shifts, plan.num_moduli,
+                                     plan.beta_a[i0:i0 + mb], plan.beta_b[j0:j0 + nb])
+            if C is None:
+                return block
+            C[i0:i0 + mb, j0:j0 + nb] = block
+            del products, ra
+    return C
 
 
 def signed_zeros(xp, A, B, C):
@@ -210,8 +246,12 @@ def special_values(xp, A, B, C):
     return xp.where(nan | (plus & minus), xp.nan, C)
 
 
-def matmul2d(A, B, mode, num_moduli, backend):
-    """C = A @ B for 2-D float64 arrays of the backend, emulated exactly-then-rounded."""
+def matmul2d(A, B, mode, num_moduli, backend, workspace=None):
+    """C = A @ B for 2-D float64 arrays of the backend, emulated exactly-then-rounded.
+
+    ``workspace``: bytes the residues and products of one block may take
+    (default: the backend's ``default_workspace()``).
+    """
     xp = backend.xp
     m, k = A.shape
     n = B.shape[1]
@@ -222,7 +262,7 @@ def matmul2d(A, B, mode, num_moduli, backend):
     # Non-finite entries count as zeros in the finite product (the residue
     # step reads them so); the IEEE fix-ups below put NaN/inf back.
     plan = make_plan(xp, A, Bt, mode, num_moduli, backend)
-    C = product_finite(A, Bt, plan, backend)
+    C = product_finite(A, Bt, plan, backend, workspace or backend.default_workspace())
     flags = xp.concatenate(plan.flags)
     found = int((flags & 1).any()) + 2 * int((flags & 2).any())     # the one host sync
     if found & 2:

@@ -118,9 +118,3 @@ def test_dot_like_numpy(rng):
     assert ozaki.dot(3.0, np.array([1.0, 2.0])).tolist() == [3.0, 6.0]
     with pytest.raises(ValueError, match="not aligned"):
         ozaki.dot(a, rng.standard_normal((5, 3, 2)))
-
-
-def test_mixed_array_types_refused():
-    cupy = pytest.importorskip("cupy")
-    with pytest.raises(TypeError, match="both"):
-        ozaki.matmul(np.ones((2, 2)), cupy.ones((2, 2)))

@@ -152,3 +152,16 @@ def test_exact_larger_sampled(rng):
     C = ozaki.matmul(A, B, mode="exact")
     entries = [(int(i), int(j)) for i, j in zip(rng.integers(0, 200, 40), rng.integers(0, 150, 40))]
     assert same_bits(C[tuple(np.array(entries).T)], reference.exact_matmul(A, B, entries))
+
+
+@pytest.mark.parametrize("mode", ["accurate", "exact"])
+def test_blocked_workspace_same_bits(rng, mode):
+    """A workspace far too small for one pass: blocked over rows and columns, same bits."""
+    A, B = inputs.wide(rng, (37, 50), 30), inputs.wide(rng, (50, 23), 30)
+    whole = ozaki.matmul(A, B, mode=mode)
+    p = plan_of(A, B, mode, None)
+    mb, nb = scheme.blocks(37, 23, 50, p, 20000)
+    assert mb < 37 and nb < 23
+    with ozaki.config(workspace=20000):
+        blocked = ozaki.matmul(A, B, mode=mode)
+    assert same_bits(blocked, whole)

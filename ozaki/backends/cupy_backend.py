@@ -39,6 +39,17 @@ _CUBLAS_GEMM_DEFAULT = -1
 _KERNELS = os.path.join(os.path.dirname(__file__), "kernels")
 
 
+def default_workspace():
+    """Half of the device memory free now (counting what CuPy's pool holds unused)."""
+    free, _ = cupy.cuda.runtime.memGetInfo()
+    pool = cupy.get_default_memory_pool()
+    return (free + pool.free_bytes()) // 2
+
+
+# cuBLAS gemmEx: one strided-batched call over the moduli, or one call each.
+GEMM_BATCHED = True
+
+
 def split(x):
     return numpy_backend.split(x, xp=cupy)
 
@@ -143,12 +154,13 @@ def gemm(Ra, Rbt):
     for k0 in range(0, kp, K_CHUNK):
         kc = min(K_CHUNK, kp - k0)
         # Column-major view: C^T (n x m) = Rbt (k x n)^T . Ra (k x m), both k-contiguous.
-        cublas.gemmStridedBatchedEx(
-            handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, kc,
-            one.ctypes.data, Rbt.data.ptr + k0, _CUDA_R_8I, kp, n * kp,
-            Ra.data.ptr + k0, _CUDA_R_8I, kp, m * kp,
-            zero.ctypes.data, out.data.ptr, _CUDA_R_32I, n, m * n,
-            b, _CUBLAS_COMPUTE_32I, _CUBLAS_GEMM_DEFAULT)
+        for i0, count in ([(0, b)] if GEMM_BATCHED else [(i, 1) for i in range(b)]):
+            cublas.gemmStridedBatchedEx(
+                handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, kc,
+                one.ctypes.data, Rbt.data.ptr + i0 * n * kp + k0, _CUDA_R_8I, kp, n * kp,
+                Ra.data.ptr + i0 * m * kp + k0, _CUDA_R_8I, kp, m * kp,
+                zero.ctypes.data, out.data.ptr + i0 * m * n * 4, _CUDA_R_32I, n, m * n,
+                count, _CUBLAS_COMPUTE_32I, _CUBLAS_GEMM_DEFAULT)
         if kc < kp:
             total = out.astype(cupy.int64) if total is None else total + out
     return out if total is None else total
@@ -170,7 +182,7 @@ def epilogue(products, shifts, m, beta_a, beta_b):
     out = cupy.empty((rows, cols), dtype=cupy.float64)
     grid, block = _grid(rows * cols, 128)
     kern(grid, block, (prod, np.int32(npairs), np.int64(rows), np.int64(cols),
-                       *_tables(m, _device())[:2], c_limbs, P_limbs, np.float64(k.P_float),
+                       *_tables(m, _device())[:2], c_limbs, P_limbs, np.float64(1.0 / k.P_float),
                        cupy.asarray(np.array(shifts, dtype=np.int32)),
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
                        cupy.ascontiguousarray(beta_b, dtype=cupy.int64), out))

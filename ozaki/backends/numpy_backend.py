@@ -21,6 +21,11 @@ name = "numpy"
 MAX_SHIFT = 2304
 
 
+def default_workspace():
+    """Bytes for residues and products of one block on the CPU: 1 GiB."""
+    return 1 << 30
+
+
 @lru_cache(maxsize=None)
 def pow2_table(m):
     """(m, MAX_SHIFT) int64: 2**s mod p_i."""

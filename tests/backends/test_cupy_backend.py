@@ -76,3 +76,17 @@ def test_same_bits_large(rng, n):
     for mode in ("accurate",) if n > 1024 else ("fast", "accurate", "exact"):
         cpu, gpu = both(A, B, mode=mode)
         assert same_bits(cpu, gpu)
+
+
+def test_blocked_workspace(rng):
+    A, B = inputs.wide(rng, (300, 200), 10), inputs.wide(rng, (200, 170), 10)
+    cpu, _ = both(A, B, mode="accurate")
+    with ozaki.config(workspace=400_000):
+        _, gpu = both(A, B, mode="accurate")
+    assert same_bits(cpu, gpu)
+
+
+def test_mixed_array_types_refused():
+    import cupy
+    with pytest.raises(TypeError, match="both"):
+        ozaki.matmul(np.ones((2, 2)), cupy.ones((2, 2)))

@@ -16,6 +16,15 @@
 
 #include "modular.cuh"
 
+// Integer <-> double without the quarter-rate conversion instructions.
+__device__ __forceinline__ double to_double(int v) {            // exact
+    return __hiloint2double(0x43300000, v ^ 0x80000000) - 4503601774854144.0;   // 2**52 + 2**31
+}
+__device__ __forceinline__ double to_double(long long v) { return (double)v; }
+__device__ __forceinline__ long long to_int64(double x) {      // x an integer, |x| < 2**51
+    return __double_as_longlong(x + MAGIC) - __double_as_longlong(MAGIC);
+}
+
 __device__ __forceinline__ void normalize(long long* a, int L) {
     for (int l = 0; l < L - 1; ++l) {
         long long carry = a[l] >> 32;              // arithmetic shift: floor division
@@ -72,7 +81,7 @@ extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npair
                                     const double* __restrict__ inv_moduli,
                                     const double* __restrict__ c_limbs,     // (nmod, LP), < 2**32
                                     const long long* __restrict__ P_limbs,  // (LP,)
-                                    double P_float,
+                                    double inv_P,
                                     const int* __restrict__ shifts,         // (npairs,) in limbs
                                     const long long* __restrict__ beta_a,
                                     const long long* __restrict__ beta_b,
@@ -97,7 +106,7 @@ extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npair
                 double v[4];
 #pragma unroll
                 for (int j = 0; j < 4; ++j)
-                    v[j] = g + j < NMOD ? (double)pp[(long long)(g + j) * mn] : 0.0;
+                    v[j] = g + j < NMOD ? to_double(pp[(long long)(g + j) * mn]) : 0.0;
 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
                     if (g + j < NMOD) {
@@ -114,14 +123,16 @@ extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npair
             double Sf = 0.0;
 #pragma unroll
             for (int l = 0; l < LP; ++l) Sf += S[l] * ldexp(1.0, 32 * l);
-            long long q = (long long)rint(Sf / P_float);
+            // S / P is within 1/16 of an integer (|C'| < P/16), so the rounded
+            // product with 1/P gives the same quotient as an exact division.
+            long long q = to_int64(rint(Sf * inv_P));
 #ifdef SINGLE_PAIR
             const int sh = 0;                            // keeps acc in registers
 #else
             int sh = shifts[pair];
 #endif
 #pragma unroll
-            for (int l = 0; l < LP; ++l) acc[sh + l] += (long long)S[l] - q * P_limbs[l];
+            for (int l = 0; l < LP; ++l) acc[sh + l] += to_int64(S[l]) - q * P_limbs[l];
         }
         normalize(acc, LACC);
         long long row = idx / cols;

@@ -63,20 +63,35 @@ extern "C" __global__ void residues(const double* __restrict__ x, long long rows
             double v = (col + j < k) ? x[row * k + col + j] : 0.0;
             digit(v, b, width, neg[j], q[j], s[j]);
         }
-        double qd[4];
+        // Digits below 2**77 (s <= 24: every digit of the fast and accurate
+        // modes at the default counts) split exactly as hi 2**32 + lo with
+        // hi < 2**45: then hi (2**32 mod p) + lo < 2**53 is one exact FMA, and a
+        // single reduction per modulus remains.  Larger digits take two.
+        double qd[4], hi[4], lo[4];
+        bool split[4];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) qd[j] = neg[j] ? -(double)q[j] : (double)q[j];
+        for (int j = 0; j < 4; ++j) {
+            split[j] = s[j] <= 24;
+            unsigned long long h = q[j] >> (32 - (split[j] ? s[j] : 0));
+            unsigned long long l = (q[j] << (split[j] ? s[j] : 0)) & 0xFFFFFFFFULL;
+            hi[j] = neg[j] ? -(double)h : (double)h;
+            lo[j] = neg[j] ? -(double)l : (double)l;
+            qd[j] = neg[j] ? -(double)q[j] : (double)q[j];
+        }
 #pragma unroll 1
         for (int i = 0; i < NMOD; ++i) {       // not unrolled: keeps the registers few
             double p = moduli[i];
             double h = floor(0.5 * p);
             double invp = inv_moduli[i];
             const double* tab = pow2 + (long long)i * MAX_SHIFT;
+            double c32 = tab[32];
             char r4[4];
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
-                // (x mod p)(2**s mod p) < 2**15 in magnitude: exact, then reduce again.
-                double r = mod_symmetric(mod_symmetric(qd[j], p, invp, h) * tab[s[j]], p, invp, h);
+                double r = split[j]
+                    ? mod_symmetric(fma(hi[j], c32, lo[j]), p, invp, h)
+                    // (x mod p)(2**s mod p) < 2**15 in magnitude: exact, then reduce again.
+                    : mod_symmetric(mod_symmetric(qd[j], p, invp, h) * tab[s[j]], p, invp, h);
                 r4[j] = (char)__double2loint(r + MAGIC);
             }
             *reinterpret_cast<char4*>(out + i * plane + row * kpad + col) =
