@@ -8,6 +8,10 @@ sampled entries (the reference is exact rational arithmetic on the CPU).
 """
 
 import argparse
+import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 
@@ -15,12 +19,12 @@ import ozaki
 from bench import common
 
 
-def run(sizes, modes, families, samples, repeats):
+def run(sizes, modes, families, samples, repeats, emulated=True):
     import cupy
-    rng = np.random.default_rng(20261202)
     rows = []
     for n in sizes:
         for family in families:
+            rng = np.random.default_rng(20261202)       # the subprocess draws the same inputs
             if family == "normal":
                 A = rng.standard_normal((n, n))
                 B = rng.standard_normal((n, n))
@@ -38,6 +42,17 @@ def run(sizes, modes, families, samples, repeats):
                       "dmmch": common.dmmch(C, A, B, entries)}
             rows.append(native)
             print_row(native)
+            if family == "normal" and emulated:
+                em = cublas_emulated(n, samples)
+                if em is not None:
+                    Cs = np.zeros((n, n))
+                    for (i, j), v in zip(entries, em["C_sample"]):
+                        Cs[i, j] = v
+                    row = {"n": n, "family": family, "impl": "cublas_emulated_fp64", "ms": em["ms"],
+                           "tflops": flops / em["ms"] / 1e9, "ratio": t_native / em["ms"],
+                           "dmmch": common.dmmch(Cs, A, B, entries)}
+                    rows.append(row)
+                    print_row(row)
             for mode, nm in modes:
                 f = lambda: ozaki.matmul(dA, dB, mode=mode, num_moduli=nm)
                 t, _ = common.time_gpu(f, warmup=1, repeats=repeats)
@@ -51,6 +66,29 @@ def run(sizes, modes, families, samples, repeats):
             del dA, dB
             cupy.get_default_memory_pool().free_all_blocks()
     return rows
+
+
+EMULATED = r"""
+import json, sys, cupy, numpy as np
+from bench import common
+n, family = int(sys.argv[1]), sys.argv[2]
+rng = np.random.default_rng(20261202)
+A = cupy.asarray(rng.standard_normal((n, n)))
+B = cupy.asarray(rng.standard_normal((n, n)))
+t, _ = common.time_gpu(lambda: A @ B)
+C = cupy.asnumpy(A @ B)
+print(json.dumps({"ms": t, "C_sample": [float(C[i, j]) for i, j in common.sample_entries(rng, n, n, int(sys.argv[3]))]}))
+"""
+
+
+def cublas_emulated(n, samples):
+    """cuBLAS's own FP64 emulation (CUBLAS_EMULATE_DOUBLE_PRECISION=1), timed in a subprocess."""
+    env = dict(os.environ, CUBLAS_EMULATE_DOUBLE_PRECISION="1")
+    r = subprocess.run([sys.executable, "-c", EMULATED, str(n), "normal", str(samples)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        return None
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def print_row(r):
