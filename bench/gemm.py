@@ -105,10 +105,11 @@ def main(argv=None):
                     help="mode or mode:num_moduli")
     ap.add_argument("--samples", type=int, default=24)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--no-emulated", action="store_true", help="skip cuBLAS's FP64 emulation")
     ap.add_argument("--out", default="bench/results/gemm.json")
     a = ap.parse_args(argv)
     modes = [(s.split(":")[0], int(s.split(":")[1]) if ":" in s else None) for s in a.modes]
-    rows = run(a.sizes, modes, a.families, a.samples, a.repeats)
+    rows = run(a.sizes, modes, a.families, a.samples, a.repeats, emulated=not a.no_emulated)
     common.write_json(a.out, {"meta": common.meta(), "rows": rows})
 
 

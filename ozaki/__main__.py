@@ -1,6 +1,13 @@
-"""python -m ozaki [demo] [--n N] [--backend cpu|gpu]: multiply in each mode, show accuracy and time."""
+"""python -m ozaki [demo|verify|bench] ...
+
+    demo    [--n N] [--backend cpu|gpu]   multiply in each mode, show accuracy and time vs native
+    verify  [--profile short|full] [--report DIR] [--bench-results JSON]
+            the accuracy verification suite; exit status 1 on any failure
+    bench   gemm [args...]                the GPU benchmarks (bench/ in the source tree)
+"""
 
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -61,14 +68,47 @@ def demo(n, backend, samples=30):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m ozaki", description=__doc__)
-    ap.add_argument("command", nargs="?", default="demo", choices=["demo"])
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = argv[0] if argv and not argv[0].startswith("-") else "demo"
+    rest = argv[1:] if argv and argv[0] == command else argv
+    if command == "verify":
+        from . import verify
+        ap = argparse.ArgumentParser(prog="python -m ozaki verify", description=verify.__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+        ap.add_argument("--profile", choices=sorted(verify.PROFILES), default="short")
+        ap.add_argument("--report", help="write verify.json, verify.md and plots into this folder")
+        ap.add_argument("--bench-results", help="a bench/gemm JSON for the TFLOPS-vs-n plot")
+        ap.add_argument("--seed", type=int, default=None)
+        ap.add_argument("--no-gpu", action="store_true", help="skip the GPU-vs-CPU checks")
+        a = ap.parse_args(rest)
+        return verify.main(a.profile, a.report, a.bench_results, a.seed, gpu=not a.no_gpu)
+    if command == "bench":
+        if not rest or rest[0] not in ("gemm", "zgemm", "fft"):
+            print("usage: python -m ozaki bench gemm|zgemm|fft [args]", file=sys.stderr)
+            return 2
+        if rest[0] != "gemm":
+            print(f"ozaki bench {rest[0]}: not built yet (complex GEMM and the FFT are planned)", file=sys.stderr)
+            return 2
+        try:
+            from bench import gemm
+        except ImportError:
+            print("ozaki bench needs the source tree's bench/ folder on the path (run from the repository)",
+                  file=sys.stderr)
+            return 2
+        gemm.main(rest[1:])
+        return 0
+    if command != "demo":
+        print(__doc__, file=sys.stderr)
+        return 2
+    ap = argparse.ArgumentParser(prog="python -m ozaki demo", description="multiply in each mode, "
+                                 "show accuracy and time against native matmul")
     ap.add_argument("--n", type=int, default=None, help="matrix size (default 256 CPU, 4096 GPU)")
     ap.add_argument("--backend", choices=["cpu", "gpu"], default=None)
-    a = ap.parse_args(argv)
+    a = ap.parse_args(rest)
     backend = a.backend or _default_backend()
     demo(a.n or (4096 if backend == "gpu" else 256), backend)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,0 +1,298 @@
+"""The accuracy verification suite: ``python -m ozaki verify`` (or ``ozaki.verify.run``).
+
+Runs every GEMM mode on generated input families against the exact-rational
+references of ozaki.reference, on the backends present, and checks each
+promise:
+
+    bit-for-bit   every mode equals RN(A'B' 2**(beta_i + beta_j)) for its own
+                  scaled integers (``exact``: the correctly rounded exact product)
+    accuracy      the default ``accurate``/``fast`` counts are no worse than
+                  native float64 matmul in the DMMCH ratio on the families the
+                  defaults are promised for (N(0,1), uniform, phi <= 2)
+    backends      the GPU returns the CPU's bits (when a CUDA device is present)
+
+Cases outside a promise (wider spreads in the truncating modes, moduli sweeps)
+are reported with status ``info``.  The exit status is non-zero when any check
+fails.  Complex GEMM and the FFT are not built yet; the table says so.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+from . import reference, scheme
+from .backends import numpy_backend
+
+PROFILES = {
+    # size of the matrices checked bit for bit, size for accuracy, spreads, moduli sweep
+    "short": dict(exact_size=12, acc_m=24, acc_k=256, spreads=(0, 8, 60, 400), sweep=(8, 12, 14, 16, 17, 20),
+                  samples=24, gpu_size=256),
+    "full": dict(exact_size=32, acc_m=64, acc_k=2048, spreads=(0, 4, 8, 16, 30, 60, 120, 400, 1000),
+                 sweep=tuple(range(8, 23)), samples=40, gpu_size=1024),
+}
+
+
+@dataclasses.dataclass
+class Row:
+    case: str
+    mode: str
+    moduli: str
+    check: str
+    figure: float          # worst ulp error, DMMCH ratio, or count of differing bits
+    native: float          # native float64's figure on the same inputs (nan if none)
+    status: str            # pass / fail / info / n/a
+    backend: str = "cpu"
+    spread: float = math.nan
+
+
+def families(rng, m, k, n, spread):
+    """Named input families; ``spread``: the exponent range of the wide family."""
+    def pair(gen):
+        return gen((m, k)), gen((k, n))
+    out = {
+        "normal": pair(rng.standard_normal),
+        "uniform": pair(lambda s: rng.random(s) - 0.5),
+        "phi1": pair(lambda s: (rng.random(s) - 0.5) * np.exp(rng.standard_normal(s))),
+        "phi2": pair(lambda s: (rng.random(s) - 0.5) * np.exp(2 * rng.standard_normal(s))),
+    }
+    out[f"wide{spread}"] = pair(lambda s: rng.standard_normal(s) * np.exp2(
+        rng.integers(-spread, spread + 1, s).astype(float)))
+    A = rng.standard_normal((m, k)) * np.exp2(rng.integers(-30, 30, (m, k)).astype(float))
+    B = rng.standard_normal((k, n))
+    h = k // 2
+    A[:, h:2 * h] = A[:, :h]
+    B[h:2 * h] = -B[:h]
+    out["cancellation"] = (A, B)
+    out["subnormal"] = pair(lambda s: rng.standard_normal(s) * 2.0 ** -1050)
+    A, B = pair(rng.standard_normal)
+    for X in (A, B):
+        mask = rng.random(X.shape) < 0.1
+        X[mask] = rng.choice([np.nan, np.inf, -np.inf, 0.0, -0.0], mask.sum())
+    out["specials"] = (A, B)
+    return out
+
+
+PROMISED = ("normal", "uniform", "phi1", "phi2")
+
+
+def _same_bits(x, y):
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    return int(np.sum(x.view(np.int64) != y.view(np.int64)))
+
+
+def _plan(A, B, mode, nm):
+    return scheme.make_plan(np, np.ascontiguousarray(A), np.ascontiguousarray(B.T), mode, nm, numpy_backend)
+
+
+def _progress(items, desc):
+    try:
+        from tqdm import tqdm
+        return tqdm(items, desc=desc, leave=False, file=sys.stderr)
+    except ImportError:
+        return items
+
+
+def check_bits(rng, p, matmul):
+    """Bit-for-bit rows: every family and mode against the exact-rational reference."""
+    rows = []
+    s = p["exact_size"]
+    fams = families(rng, s, s + 3, s - 2, 300)
+    for name, (A, B) in _progress(list(fams.items()), "bit-for-bit"):
+        ref_exact = reference.exact_matmul(A, B)
+        finite = np.isfinite(A).all() and np.isfinite(B).all()
+        for mode in ("fast", "accurate", "exact"):
+            C = matmul(A, B, mode=mode)
+            if mode == "exact":
+                ref = ref_exact
+            elif finite:
+                plan = _plan(A, B, mode, None)
+                ref = reference.scaled_matmul(A, B, plan.beta_a, plan.beta_b)
+            else:        # the special entries are IEEE's whatever the scaling
+                special = ~np.isfinite(ref_exact)
+                ref = np.where(special, ref_exact, C)
+            diff = _same_bits(C, ref)
+            m = str(_plan(A, B, mode, None).num_moduli if finite else "-")
+            rows.append(Row(name, mode, m, "bit-for-bit", diff, math.nan, "pass" if diff == 0 else "fail"))
+        ulps = reference.ulp_error(np.where(np.isfinite(ref_exact), matmul(A, B, mode="exact"), 0),
+                                   np.where(np.isfinite(A), A, 0), np.where(np.isfinite(B), B, 0))
+        worst = float(np.max(ulps[np.isfinite(ref_exact).ravel()], initial=0.0))
+        with np.errstate(all="ignore"):
+            native = A @ B
+        fin = np.isfinite(ref_exact) & np.isfinite(native)
+        nat = float(np.max(reference.ulp_error(np.where(fin, native, 0), np.where(np.isfinite(A), A, 0),
+                                               np.where(np.isfinite(B), B, 0))[fin.ravel()], initial=0.0))
+        rows.append(Row(name, "exact", "auto", "max ulp", worst, nat, "pass" if worst <= 0.5 else "fail"))
+    return rows
+
+
+def _sampled(rng, m, n, count):
+    return [(int(i), int(j)) for i, j in zip(rng.integers(0, m, count), rng.integers(0, n, count))]
+
+
+def check_accuracy(rng, p, matmul):
+    """DMMCH rows: defaults vs native on the promised families; spreads and sweeps as info."""
+    rows = []
+    m, k = p["acc_m"], p["acc_k"]
+    entries = _sampled(rng, m, m, p["samples"])
+    fams = families(rng, m, k, m, 8)
+    for name in _progress(PROMISED, "accuracy"):
+        A, B = fams[name]
+        native = reference.dmmch_ratio(A @ B, A, B, entries)
+        for mode in ("accurate", "fast"):
+            ours = reference.dmmch_ratio(matmul(A, B, mode=mode), A, B, entries)
+            rows.append(Row(name, mode, str(scheme.default_num_moduli(mode, k)), "DMMCH", ours, native,
+                            "pass" if ours <= max(native, 0.5) else "fail"))
+        for nm in p["sweep"]:
+            ours = reference.dmmch_ratio(matmul(A, B, mode="accurate", num_moduli=nm), A, B, entries)
+            rows.append(Row(name, "accurate", str(nm), "DMMCH sweep", ours, native, "info"))
+    for spread in _progress(p["spreads"], "spreads"):
+        A, B = families(rng, m, k, m, spread)[f"wide{spread}"]
+        native = reference.dmmch_ratio(A @ B, A, B, entries)
+        for mode in ("accurate", "fast", "exact"):
+            ours = reference.dmmch_ratio(matmul(A, B, mode=mode), A, B, entries)
+            # exact: its promise is the bits (checked on the sampled entries); the rest is information
+            status = ("pass" if _exact_ok(matmul, A, B, entries) else "fail") if mode == "exact" else "info"
+            rows.append(Row(f"wide{spread}", mode, "auto" if mode == "exact" else
+                            str(scheme.default_num_moduli(mode, k)), "DMMCH vs spread", ours, native, status,
+                            spread=spread))
+    return rows
+
+
+def _exact_ok(matmul, A, B, entries):
+    C = matmul(A, B, mode="exact")
+    return _same_bits(C[tuple(np.array(entries).T)], reference.exact_matmul(A, B, entries)) == 0
+
+
+def check_backends(rng, p):
+    """GPU vs CPU bits on the same inputs, every mode (only with a CUDA device)."""
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() == 0:
+            return []
+    except Exception:
+        return []
+    from . import matmul
+    rows = []
+    n = p["gpu_size"]
+    for name, (A, B) in _progress(list(families(rng, n, n, n, 60).items()), "gpu vs cpu"):
+        for mode in ("fast", "accurate", "exact"):
+            cpu = matmul(A, B, mode=mode)
+            gpu = cupy.asnumpy(matmul(cupy.asarray(A), cupy.asarray(B), mode=mode))
+            diff = _same_bits(cpu, gpu)
+            rows.append(Row(name, mode, "default", "gpu == cpu bits", diff, math.nan,
+                            "pass" if diff == 0 else "fail", backend="cupy"))
+    return rows
+
+
+def run(profile="short", matmul=None, seed=None, gpu=True):
+    """Run the suite; returns the rows.  ``matmul`` defaults to ozaki.matmul (tests pass others)."""
+    from . import matmul as ozaki_matmul
+    matmul = matmul or ozaki_matmul
+    p = PROFILES[profile]
+    rng = np.random.default_rng(seed)
+    rows = check_bits(rng, p, matmul) + check_accuracy(rng, p, matmul)
+    if gpu:
+        rows += check_backends(rng, p)
+    rows.append(Row("complex GEMM", "-", "-", "not built yet", math.nan, math.nan, "n/a"))
+    rows.append(Row("FFT", "-", "-", "not built yet", math.nan, math.nan, "n/a"))
+    return rows
+
+
+def format_table(rows, markdown=False):
+    head = ["case", "mode", "moduli", "check", "ours", "native", "status", "backend"]
+    body = [[r.case, r.mode, r.moduli, r.check, _fmt(r.figure), _fmt(r.native), r.status, r.backend]
+            for r in rows]
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(b) + " |" for b in body]
+        return "\n".join(lines)
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:{w}s}}" for w in widths)
+    return "\n".join([fmt.format(*head)] + [fmt.format(*b) for b in body])
+
+
+def _fmt(x):
+    if isinstance(x, float) and math.isnan(x):
+        return "-"
+    return f"{x:.3g}"
+
+
+def write_report(rows, directory, bench_results=None):
+    """JSON, Markdown and plots (error vs moduli, error vs spread, TFLOPS vs n from bench JSON)."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "verify.json"), "w") as f:
+        json.dump({"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                   "rows": [dataclasses.asdict(r) for r in rows]}, f, indent=1, default=float)
+    with open(os.path.join(directory, "verify.md"), "w") as f:
+        f.write("# ozaki verify\n\n" + format_table(rows, markdown=True) + "\n")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    made = []
+    sweep = [r for r in rows if r.check == "DMMCH sweep"]
+    if sweep:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for case in sorted({r.case for r in sweep}):
+            rs = [r for r in sweep if r.case == case]
+            line, = ax.semilogy([int(r.moduli) for r in rs], [max(r.figure, 1e-3) for r in rs], "o-", label=case)
+            ax.axhline(rs[0].native, color=line.get_color(), ls="--", lw=0.8)
+        ax.set_xlabel("moduli (accurate mode)")
+        ax.set_ylabel("DMMCH ratio (dashed: native float64)")
+        ax.legend()
+        made.append(_save(fig, directory, "error_vs_moduli.png"))
+    spread = [r for r in rows if r.check == "DMMCH vs spread"]
+    if spread:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for mode in ("accurate", "fast", "exact"):
+            rs = [r for r in spread if r.mode == mode]
+            ax.semilogy([r.spread for r in rs], [max(r.figure, 1e-3) for r in rs], "o-", label=mode)
+        rs = [r for r in spread if r.mode == "exact"]
+        ax.semilogy([r.spread for r in rs], [max(r.native, 1e-3) for r in rs], "k--", label="native")
+        ax.set_xlabel("exponent spread (entries times 2**U[-s, s])")
+        ax.set_ylabel("DMMCH ratio")
+        ax.legend()
+        made.append(_save(fig, directory, "error_vs_spread.png"))
+    if bench_results and os.path.exists(bench_results):
+        with open(bench_results) as f:
+            bench = json.load(f)["rows"]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for impl in sorted({(r["impl"], r.get("num_moduli")) for r in bench if r["family"] == "normal"},
+                           key=str):
+            rs = sorted((r for r in bench if r["family"] == "normal" and (r["impl"], r.get("num_moduli")) == impl),
+                        key=lambda r: r["n"])
+            label = impl[0] + (f" m={impl[1]}" if impl[1] else "")
+            ax.plot([r["n"] for r in rs], [r["tflops"] for r in rs], "o-", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("n (square GEMM, N(0,1) inputs)")
+        ax.set_ylabel("effective FP64 TFLOPS (2n^3/t)")
+        ax.legend(fontsize=7)
+        made.append(_save(fig, directory, "tflops_vs_n.png"))
+    return made
+
+
+def _save(fig, directory, name):
+    path = os.path.join(directory, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return path
+
+
+def main(profile="short", report=None, bench_results=None, seed=None, gpu=True):
+    rows = run(profile, seed=seed, gpu=gpu)
+    print(format_table(rows))
+    failed = [r for r in rows if r.status == "fail"]
+    counted = [r for r in rows if r.status in ("pass", "fail")]
+    print(f"verify: {len(counted) - len(failed)} passed, {len(failed)} failed")
+    if report:
+        write_report(rows, report, bench_results)
+    return 1 if failed else 0
