@@ -69,10 +69,12 @@ _EXACT_KINDS = {"b", "f", "i", "u"}
 def _as_float64(x, name):
     """Convert like numpy would to float64, refusing what would change values silently."""
     dt = x.dtype
-    if dt == np.float64:
+    if dt == np.float64 or dt == np.complex128:
         return x
     if dt.kind == "c":
-        raise TypeError(f"ozaki.matmul: {name} has dtype {dt}; complex products are not supported yet")
+        if dt.itemsize > 16:
+            raise TypeError(f"ozaki.matmul: {name} has dtype {dt}, which complex128 cannot hold exactly")
+        return x.astype(np.complex128)
     if dt.kind not in _EXACT_KINDS:
         raise TypeError(f"ozaki.matmul: {name} has unsupported dtype {dt}")
     if dt.kind == "f" and dt.itemsize > 8:
@@ -123,8 +125,10 @@ def matmul(a, b, /, *, mode=None, num_moduli=None, substrate="int8"):
     Parameters
     ----------
     a, b : array_like (numpy) or cupy.ndarray
-        Real inputs; float64, or a dtype float64 holds exactly (bool, ints up to
-        32 bits, float16/32, int64 within 2**53).
+        float64 or complex128, or a dtype they hold exactly (bool, ints up to
+        32 bits, float16/32, int64 within 2**53, complex64).  A complex operand
+        makes the product complex: three int8 GEMMs per modulus (Karatsuba),
+        real and imaginary parts each rounded once from their exact value.
     mode : {"fast", "accurate", "exact"}, optional
         "exact" returns the correctly rounded exact product; "accurate"
         (default) and "fast" keep as many input bits as ``num_moduli`` allows.
@@ -135,14 +139,14 @@ def matmul(a, b, /, *, mode=None, num_moduli=None, substrate="int8"):
 
     Returns
     -------
-    ndarray of float64, of the inputs' array type.
+    ndarray of float64 (complex128 for complex inputs), of the inputs' array type.
 
     Raises
     ------
     ValueError
         0-d operands, mismatched core dimensions, unbroadcastable stacks, bad options.
     TypeError
-        Complex or other unsupported dtypes, mixed numpy/cupy operands.
+        Unsupported or lossy dtypes, mixed numpy/cupy operands.
     """
     mode, num_moduli = _check_options(mode, num_moduli, substrate)
     a, b = _operands(a, b)
@@ -152,6 +156,8 @@ def matmul(a, b, /, *, mode=None, num_moduli=None, substrate="int8"):
                              "(has 0, gufunc core with signature (n?,k),(k,m?)->(n?,m?) requires 1)")
     a = _as_float64(a, "a")
     b = _as_float64(b, "b")
+    if a.dtype.kind == "c" or b.dtype.kind == "c":
+        a, b = a.astype(np.complex128), b.astype(np.complex128)
     backend = backend_for(a)
     xp = backend.xp
     a2 = a[None, :] if a.ndim == 1 else a
@@ -165,7 +171,7 @@ def matmul(a, b, /, *, mode=None, num_moduli=None, substrate="int8"):
     count = int(np.prod(batch, dtype=np.int64))
     a3 = xp.broadcast_to(a2, batch + a2.shape[-2:]).reshape((count,) + a2.shape[-2:])
     b3 = xp.broadcast_to(b2, batch + b2.shape[-2:]).reshape((count,) + b2.shape[-2:])
-    out = xp.empty((a3.shape[0], m, n), dtype=xp.float64)
+    out = xp.empty((a3.shape[0], m, n), dtype=a.dtype)
     for i in range(a3.shape[0]):
         out[i] = scheme.matmul2d(a3[i], b3[i], mode, num_moduli, backend, get_config()["workspace"])
     out = out.reshape(batch + (m, n))

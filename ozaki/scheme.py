@@ -95,11 +95,24 @@ def plan_fast(xp, A, Bt, m, backend):
     return Plan("fast", m, None, beta_a, beta_b, 1, 1, (fa, fb))
 
 
-def plan_accurate(xp, A, Bt, m, backend):
-    """Bottoms from M = ceil6(|A|) ceil6(|B|) >= sum_k |A||B| 2**(eA + eB) (one int8 GEMM)."""
+def plan_accurate(xp, A, Bt, m, backend, parts=1):
+    """Bottoms from M = ceil6(|A|) ceil6(|B|) >= sum_k |A||B| 2**(eA + eB) (one int8 GEMM).
+
+    parts=2 (complex: A = [Re | Im] side by side): 5-bit ceilings of both parts
+    are added, c(|re|) + c(|im|) <= 64, so M bounds sum (|re|+|im|)(|re|+|im|),
+    which bounds the real and the imaginary part of the product alike.
+    """
     L = crt.usable_bits(m)
-    _, fa, ea, ahat, _ = backend.scan_rows(A, 6, hat=True)
-    _, fb, eb, bhat, _ = backend.scan_rows(Bt, 6, hat=True)
+
+    def ceilings(X):
+        _, flags, e, hat, _ = backend.scan_rows(X, 7 - parts, hat=True)
+        if parts == 2:
+            k = X.shape[1] // 2
+            hat = hat[:, :k] + hat[:, k:2 * k]
+        return flags, e, hat
+
+    fa, ea, ahat = ceilings(A)
+    fb, eb, bhat = ceilings(Bt)
     M = backend.gemm(ahat[None], bhat[None])[0]                     # exact: < k * 2**12
     r = _frexp_exponent(xp, xp.max(M, axis=1).astype(xp.float64))  # M_ij < 2**r_i
     c = _frexp_exponent(xp, xp.max(M, axis=0).astype(xp.float64))  # M_ij < 2**c_j
@@ -159,14 +172,20 @@ def plan_exact(xp, A, Bt, num_moduli, backend):
     return Plan("exact", m, w, beta_a, beta_b, ta, tb, (backend.scan_rows(A)[1], backend.scan_rows(Bt)[1]))
 
 
-def make_plan(xp, A, Bt, mode, num_moduli, backend):
+def make_plan(xp, A, Bt, mode, num_moduli, backend, parts=1):
+    """The scaling of A (m, parts*k) and B^T (n, parts*k), parts side by side (complex: 2).
+
+    One bottom per row serves every part, so the parts' integers share a scale.
+    The 2-norm (fast) and the exact bounds over the joined row bound the real
+    and imaginary parts of a complex product as they bound a real one.
+    """
     if mode == "exact":
         return plan_exact(xp, A, Bt, num_moduli, backend)
     m = default_num_moduli(mode, A.shape[1]) if num_moduli is None else num_moduli
     crt.moduli(m)                                       # validates the count
     if mode == "fast":
         return plan_fast(xp, A, Bt, m, backend)
-    return plan_accurate(xp, A, Bt, m, backend)
+    return plan_accurate(xp, A, Bt, m, backend, parts)
 
 
 def _residue_slices(X, beta, plan, count, backend):
@@ -191,31 +210,58 @@ def blocks(m, n, k, plan, workspace):
     return mb, nb
 
 
-def product_finite(A, Bt, plan, backend, workspace):
-    """The exact-then-rounded product of finite A (m, k) and B = Bt.T under ``plan``.
+def add_residues(xp, x, y, m):
+    """(x + y) mod p_i, symmetric, for int8 residue stacks (m, rows, k): the residues of a sum."""
+    return xp.stack([crt.symmetric(x[i].astype(xp.int16) + y[i], p)
+                     for i, p in enumerate(crt.moduli(m))]).astype(xp.int8)
+
+
+def product_finite(A_parts, Bt_parts, plan, backend, workspace):
+    """The exact-then-rounded product under ``plan``; a list of the output parts.
+
+    One part (real): A @ B.  Two parts (complex, Karatsuba in the residue domain):
+    P1 = Ar Br, P2 = Ai Bi, P3 = (Ar + Ai)(Br + Bi), the sums' residues formed
+    mod p, then Re = P1 - P2 and Im = P3 - P1 - P2, exact in int64 and reduced
+    mod p in the epilogue: three int8 GEMMs per modulus instead of four.
 
     Blocked over rows of A and columns of B so that the residues and products of
     one block stay under ``workspace`` bytes; one block when everything fits.
     """
     xp = backend.xp
-    m, k = A.shape
-    n = Bt.shape[0]
-    mb, nb = blocks(m, n, k, plan, workspace)
-    C = xp.empty((m, n), dtype=xp.float64) if (mb, nb) != (m, n) else None
+    parts = len(A_parts)
+    m, k = A_parts[0].shape
+    n = Bt_parts[0].shape[0]
+    mb, nb = blocks(m, n, k * (3 if parts == 2 else 1), plan, workspace)
+    whole = (mb, nb) == (m, n)
+    C = None if whole else [xp.empty((m, n), dtype=xp.float64) for _ in range(parts)]
+
+    def slices(X_parts, beta, count):
+        rs = [_residue_slices(X, beta, plan, count, backend) for X in X_parts]
+        if parts == 2:
+            rs.append([add_residues(xp, x, y, plan.num_moduli) for x, y in zip(*rs)])
+        return rs
+
     for j0 in range(0, n, nb):
-        rb = _residue_slices(Bt[j0:j0 + nb], plan.beta_b[j0:j0 + nb], plan, plan.slices_b, backend)
+        rb = slices([X[j0:j0 + nb] for X in Bt_parts], plan.beta_b[j0:j0 + nb], plan.slices_b)
         for i0 in range(0, m, mb):
-            ra = _residue_slices(A[i0:i0 + mb], plan.beta_a[i0:i0 + mb], plan, plan.slices_a, backend)
-            products, shifts = [], []
-            for t, a in enumerate(ra):
-                for u, b in enumerate(rb):
-                    products.append(backend.gemm(a, b))
+            ra = slices([X[i0:i0 + mb] for X in A_parts], plan.beta_a[i0:i0 + mb], plan.slices_a)
+            products = [[] for _ in range(parts)]
+            shifts = []
+            for t in range(plan.slices_a):
+                for u in range(plan.slices_b):
+                    if parts == 1:
+                        products[0].append(backend.gemm(ra[0][t], rb[0][u]))
+                    else:
+                        p1, p2, p3 = (backend.gemm(ra[h][t], rb[h][u]).astype(xp.int64) for h in range(3))
+                        products[0].append(p1 - p2)
+                        products[1].append(p3 - p1 - p2)
                     shifts.append((t + u) * (plan.width or 0) // LIMB_BITS)
-            block = backend.epilogue(products, shifts, plan.num_moduli,
-                                     plan.beta_a[i0:i0 + mb], plan.beta_b[j0:j0 + nb])
-            if C is None:
+            block = [backend.epilogue(prods, shifts, plan.num_moduli,
+                                      plan.beta_a[i0:i0 + mb], plan.beta_b[j0:j0 + nb]) for prods in products]
+            if whole:
                 return block
-            C[i0:i0 + mb, j0:j0 + nb] = block
+            for c, b in zip(C, block):
+                c[i0:i0 + mb, j0:j0 + nb] = b
             del products, ra
     return C
 
@@ -246,15 +292,45 @@ def special_values(xp, A, B, C):
     return xp.where(nan | (plus & minus), xp.nan, C)
 
 
+def _ieee_fixups(xp, A, B, C, found):
+    if found & 2:
+        C = signed_zeros(xp, A, B, C)
+    if found & 1:
+        C = special_values(xp, A, B, C)
+    return C
+
+
+def _flags_found(xp, plan):
+    flags = xp.concatenate(plan.flags)
+    return int((flags & 1).any()) + 2 * int((flags & 2).any())     # the one host sync
+
+
 def matmul2d(A, B, mode, num_moduli, backend, workspace=None):
-    """C = A @ B for 2-D float64 arrays of the backend, emulated exactly-then-rounded.
+    """C = A @ B for 2-D float64 or complex128 arrays of the backend, exactly-then-rounded.
 
     ``workspace``: bytes the residues and products of one block may take
-    (default: the backend's ``default_workspace()``).
+    (default: the backend's ``default_workspace()``).  A complex product's real
+    and imaginary parts are each the exact sum of their 2k real terms, rounded
+    once (and their IEEE specials are those of these real sums).
     """
     xp = backend.xp
     m, k = A.shape
     n = B.shape[1]
+    workspace = workspace or backend.default_workspace()
+    if xp.iscomplexobj(A):
+        if m == 0 or n == 0 or k == 0:
+            return xp.zeros((m, n), dtype=xp.complex128)
+        A_parts = [xp.ascontiguousarray(A.real), xp.ascontiguousarray(A.imag)]
+        Bt_parts = [xp.ascontiguousarray(B.real.T), xp.ascontiguousarray(B.imag.T)]
+        plan = make_plan(xp, xp.concatenate(A_parts, axis=1), xp.concatenate(Bt_parts, axis=1),
+                         mode, num_moduli, backend, parts=2)
+        re, im = product_finite(A_parts, Bt_parts, plan, backend, workspace)
+        found = _flags_found(xp, plan)
+        if found:
+            Ar, Ai, Br, Bi = A_parts[0], A_parts[1], B.real, B.imag
+            re = _ieee_fixups(xp, xp.concatenate([Ar, -Ai], axis=1), xp.concatenate([Br, Bi]), re, found)
+            im = _ieee_fixups(xp, xp.concatenate([Ar, Ai], axis=1), xp.concatenate([Bi, Br]), im, found)
+        return _complex(xp, re, im)
     if m == 0 or n == 0 or k == 0:
         return xp.zeros((m, n), dtype=xp.float64)
     A = xp.ascontiguousarray(A)
@@ -262,11 +338,13 @@ def matmul2d(A, B, mode, num_moduli, backend, workspace=None):
     # Non-finite entries count as zeros in the finite product (the residue
     # step reads them so); the IEEE fix-ups below put NaN/inf back.
     plan = make_plan(xp, A, Bt, mode, num_moduli, backend)
-    C = product_finite(A, Bt, plan, backend, workspace or backend.default_workspace())
-    flags = xp.concatenate(plan.flags)
-    found = int((flags & 1).any()) + 2 * int((flags & 2).any())     # the one host sync
-    if found & 2:
-        C = signed_zeros(xp, A, B, C)
-    if found & 1:
-        C = special_values(xp, A, B, C)
-    return C
+    (C,) = product_finite([A], [Bt], plan, backend, workspace)
+    return _ieee_fixups(xp, A, B, C, _flags_found(xp, plan))
+
+
+def _complex(xp, re, im):
+    """re + i im without arithmetic (which would turn inf * 1j into NaNs)."""
+    out = xp.empty(re.shape, dtype=xp.complex128)
+    out.real = re
+    out.imag = im
+    return out

@@ -90,3 +90,19 @@ def test_mixed_array_types_refused():
     import cupy
     with pytest.raises(TypeError, match="both"):
         ozaki.matmul(np.ones((2, 2)), cupy.ones((2, 2)))
+
+
+@pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
+def test_complex_same_bits(rng, mode):
+    A = inputs.wide(rng, (70, 90), 8) + 1j * inputs.wide(rng, (70, 90), 8)
+    B = inputs.wide(rng, (90, 50), 8) + 1j * inputs.wide(rng, (90, 50), 8)
+    cpu, gpu = both(A, B, mode=mode)
+    assert cpu.dtype == gpu.dtype == np.complex128
+    assert np.array_equal(cpu.view(np.int64), gpu.view(np.int64))
+
+
+def test_complex_same_bits_large(rng):
+    A = inputs.normal(rng, (1024, 1024)) + 1j * inputs.normal(rng, (1024, 1024))
+    B = inputs.normal(rng, (1024, 1024)) + 1j * inputs.normal(rng, (1024, 1024))
+    cpu, gpu = both(A, B, mode="accurate")
+    assert np.array_equal(cpu.view(np.int64), gpu.view(np.int64))
