@@ -33,7 +33,12 @@ def sample_entries(rng, m, n, count):
 
 
 def dmmch(C, A, B, entries):
-    """Exact DMMCH ratio of C (numpy) on sampled entries."""
+    """Exact DMMCH ratio of C (numpy) on sampled entries; complex: the worse of the two parts,
+    each against its 2k real terms (Re = [Ar, -Ai][Br; Bi], Im = [Ar, Ai][Bi; Br])."""
+    if np.iscomplexobj(A):
+        re = reference.dmmch_ratio(C.real, np.hstack([A.real, -A.imag]), np.vstack([B.real, B.imag]), entries)
+        im = reference.dmmch_ratio(C.imag, np.hstack([A.real, A.imag]), np.vstack([B.imag, B.real]), entries)
+        return max(re, im)
     return reference.dmmch_ratio(C, A, B, entries)
 
 

@@ -16,12 +16,14 @@ timeout 200 python3 -m bench.gemm --sizes $sizes --families normal \
     --modes accurate accurate:16 accurate:15 fast:16 exact --out "$W/gemm.json" > "$W/gemm.txt" 2>&1
 timeout 90 python3 -m bench.gemm --sizes 8192 16384 --families phi1 --no-emulated \
     --modes accurate accurate:16 exact --out "$W/gemm_phi1.json" > "$W/gemm_phi1.txt" 2>&1
+timeout 100 python3 -m bench.gemm --sizes 2048 4096 8192 --families complex --no-emulated --samples 12 \
+    --modes accurate accurate:16 --out "$W/zgemm.json" > "$W/zgemm.txt" 2>&1
 timeout 150 python3 -m ozaki verify --profile "$profile" --report "$W/report" \
     --bench-results "$W/gemm.json" > "$W/verify.txt" 2>/dev/null
 tar czf "$OUT/results.tgz" -C "$W" .
 {
 echo "== GPU tests =="; tail -3 "$W/gpu_tests.txt"
 echo "== time split =="; cat "$W/steps.txt"
-echo "== GEMM =="; cat "$W/gemm.txt" "$W/gemm_phi1.txt"
+echo "== GEMM =="; cat "$W/gemm.txt" "$W/gemm_phi1.txt" "$W/zgemm.txt"
 echo "== verify =="; grep -E "fail|verify:" "$W/verify.txt" | tail -8
 } | tee "$OUT/summary.txt"
