@@ -1,5 +1,311 @@
-"""FFTs on the emulated GEMMs (Bailey six-step): planned, not yet built.
+"""FFTs on the exact emulated GEMMs: numpy.fft-compatible functions and a scipy.fft backend.
 
-Nothing is exported yet; importing this package is harmless.
+    >>> import numpy as np, ozaki.fft
+    >>> X = ozaki.fft.fft(np.random.default_rng(0).random(1024) - 0.5)
+    >>> import scipy.fft
+    >>> with scipy.fft.set_backend(ozaki.fft):
+    ...     Y = scipy.fft.fft(np.ones(16))
+
+The transform is Bailey's six-step algorithm on ozaki.matmul: for N = N1 N2,
+stage 1 is one GEMM with the N1-point DFT matrix over all columns; stage 2 is
+one small GEMM per row k1 whose matrix has the twiddles w_N^(n2 k1) (and the
+norm's scaling) folded in, so no rounding happens between the two but the one
+of the stage-1 output.  Lengths up to 256 are one direct DFT GEMM; N1, N2 <= 256
+cover every length whose factors allow it up to 65536; longer lengths recurse
+on stage 2 with an explicit (rounded) twiddle multiplication.  Lengths with no
+such factorization run as a direct DFT GEMM up to 4096 points; beyond that
+they raise ValueError (no Bluestein yet).  Every constant is a root of unity
+computed by mpmath and rounded once (ozaki.fft.twiddles).
+
+Precision knob: ``mode`` and ``num_moduli`` (keyword-only) are passed to the
+GEMMs; the default ``mode="exact"`` rounds each stage's output once, exactly.
 """
-__all__ = []
+
+import math
+
+import numpy as np
+
+from . import twiddles
+
+__all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn",
+           "supported_length", "__ua_domain__", "__ua_function__"]
+
+DIRECT_MAX = 256          # one DFT GEMM at or below this length; the six-step radix bound
+DIRECT_ANY_MAX = 4096     # lengths without a usable factorization: direct DFT GEMM up to here
+
+
+def _xp(a):
+    if type(a).__module__.split(".")[0] == "cupy":
+        import cupy
+        return cupy
+    return np
+
+
+def _factor(N):
+    """(N1, N2) with N = N1 N2, N1 <= DIRECT_MAX, N2 as small as possible; None if none."""
+    best = None
+    for N1 in range(min(N, DIRECT_MAX), 1, -1):
+        if N % N1 == 0:
+            N2 = N // N1
+            if N2 <= DIRECT_MAX or _factor(N2) is not None:
+                if best is None or abs(N1 - N2) < abs(best[0] - best[1]):
+                    best = (N1, N2)
+                if N2 <= DIRECT_MAX:
+                    break
+    return best
+
+
+def supported_length(N):
+    """True when N points can be transformed (see the module docstring)."""
+    return N <= DIRECT_MAX or N <= DIRECT_ANY_MAX or _factor(N) is not None
+
+
+def _matmul(a, b, opts):
+    from .. import matmul
+    return matmul(a, b, **opts)
+
+
+def _transform(x, sign, div, opts):
+    """DFT of each row of x (B, N) complex128: sum_n x[n] w^(sign k n) / div.
+
+    With mode="exact" (the default) every GEMM carries the constants as hi + lo
+    pairs and stage 1's output as its rounded value plus its exact rounded
+    remainder (one more exact GEMM: [F, -I] [x; Y]), so the only rounding of
+    float64 size is the last one.  Other modes use the rounded constants alone.
+    """
+    xp = _xp(x)
+    B, N = x.shape
+    split = opts.get("mode") == "exact"
+    factors = None if N <= DIRECT_MAX else _factor(N)
+    if factors is None:
+        if N > DIRECT_ANY_MAX:
+            raise ValueError(f"ozaki.fft: length {N} is not supported: lengths up to {DIRECT_ANY_MAX}, "
+                             f"and longer ones whose factors are all at most {DIRECT_MAX}")
+        F = [xp.asarray(twiddles.dft_matrix(N, sign, div, part)) for part in range(1 + split)]
+        return _matmul(xp.concatenate([x] * len(F), axis=1), xp.concatenate(F), opts)   # F symmetric
+    N1, N2 = factors
+    # stage 1: Y[k1, (b, n2)] = sum_n1 F1[k1, n1] x[b, N2 n1 + n2]
+    X1 = x.reshape(B, N1, N2).transpose(1, 0, 2).reshape(N1, B * N2)
+    F1 = [xp.asarray(twiddles.dft_matrix(N1, sign, 1, part)) for part in range(1 + split)]
+    Y = _matmul(xp.concatenate(F1, axis=1), xp.concatenate([X1] * len(F1)), opts)
+    Ys = [Y]
+    if split:       # the exact remainder of stage 1, rounded: RN(F1 X1 - Y)
+        eye = xp.eye(N1, dtype=xp.complex128)
+        Ys.append(_matmul(xp.concatenate(F1 + [-eye], axis=1), xp.concatenate([X1, X1, Y]), opts))
+    Ys = [y.reshape(N1, B, N2) for y in Ys]
+    if N2 <= DIRECT_MAX:
+        # stage 2, twiddles folded in: Z[k1, b, k2] = sum_n2 G[k1, k2, n2] Y[k1, b, n2]
+        G = [xp.asarray(twiddles.stage2_matrices(N1, N2, sign, div, part)).transpose(0, 2, 1)
+             for part in range(1 + split)]
+        if split:   # G_hi Y + G_lo Y + G_hi Y_rem (G_lo Y_rem is below 2**-100 of the sum)
+            Z = _matmul(xp.concatenate([Ys[0], Ys[0], Ys[1]], axis=2), xp.concatenate(G + [G[0]], axis=1), opts)
+        else:
+            Z = _matmul(Ys[0], G[0], opts)
+    else:
+        # long stage 2: an explicit twiddle product (rounded), then N2-point transforms
+        w = xp.asarray(twiddles.roots(N, sign))
+        tw = w[(np.arange(N1)[:, None] * np.arange(N2)[None, :]) % N]
+        Y = Ys[0] + Ys[1] if split else Ys[0]
+        Z = _transform((Y * tw[:, None, :]).reshape(N1 * B, N2), sign, div, opts).reshape(N1, B, N2)
+    return Z.transpose(1, 2, 0).reshape(B, N)                    # k = k1 + N1 k2
+
+
+def _div(norm, N, inverse):
+    if norm in (None, "backward"):
+        return N if inverse else 1
+    if norm == "ortho":
+        return -N
+    if norm == "forward":
+        return 1 if inverse else N
+    raise ValueError(f'Invalid norm value {norm}; should be "backward", "ortho" or "forward".')
+
+
+def _complex_input(a):
+    xp = _xp(a)
+    a = xp.asarray(a)
+    if a.dtype.kind not in "biufc":
+        raise TypeError(f"ozaki.fft: unsupported dtype {a.dtype}")
+    if a.dtype.kind == "c" and a.dtype.itemsize > 16 or a.dtype.kind == "f" and a.dtype.itemsize > 8:
+        raise TypeError(f"ozaki.fft: dtype {a.dtype} does not fit complex128 exactly")
+    return a.astype(np.complex128)
+
+
+def _resize(a, n, axis):
+    """Crop or zero-pad axis to n (numpy.fft's n / s)."""
+    xp = _xp(a)
+    size = a.shape[axis]
+    if n == size:
+        return a
+    if n < size:
+        index = [slice(None)] * a.ndim
+        index[axis] = slice(0, n)
+        return a[tuple(index)]
+    pad = [(0, 0)] * a.ndim
+    pad[axis] = (0, n - size)
+    return xp.pad(a, pad)
+
+
+def _c2c(a, n, axis, norm, inverse, opts):
+    a = _complex_input(a)
+    xp = _xp(a)
+    if a.ndim == 0:
+        raise ValueError("ozaki.fft: input must have at least one dimension")
+    axis = _axis(axis, a.ndim)
+    n = a.shape[axis] if n is None else int(n)
+    if n < 1:
+        raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
+    a = xp.moveaxis(_resize(a, n, axis), axis, -1)
+    shape = a.shape
+    x = xp.ascontiguousarray(a).reshape(-1, n)
+    out = _transform(x, 1 if inverse else -1, _div(norm, n, inverse), opts) if x.shape[0] else x
+    return xp.moveaxis(out.reshape(shape), -1, axis)
+
+
+def _axis(axis, ndim):
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def _opts(mode, num_moduli):
+    return {"mode": mode, "num_moduli": num_moduli}
+
+
+def fft(a, n=None, axis=-1, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """One-dimensional discrete Fourier transform, as ``numpy.fft.fft``."""
+    return _out(_c2c(a, n, axis, norm, False, _opts(mode, num_moduli)), out)
+
+
+def ifft(a, n=None, axis=-1, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """One-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifft``."""
+    return _out(_c2c(a, n, axis, norm, True, _opts(mode, num_moduli)), out)
+
+
+def _out(result, out):
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
+def _nd_axes(a, s, axes):
+    """numpy.fft's rules for s and axes."""
+    ndim = _xp(a).asarray(a).ndim
+    if axes is None:
+        axes = list(range(ndim)) if s is None else list(range(ndim - len(s), ndim))
+    axes = [_axis(ax, ndim) for ax in axes]
+    if s is None:
+        s = [None] * len(axes)
+    if len(s) != len(axes):
+        raise ValueError("Shape and axes have different lengths.")
+    return list(s), axes
+
+
+def fftn(a, s=None, axes=None, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """N-dimensional discrete Fourier transform, as ``numpy.fft.fftn``."""
+    s, axes = _nd_axes(a, s, axes)
+    for n, ax in zip(s, axes):
+        a = _c2c(a, n, ax, norm, False, _opts(mode, num_moduli))
+    return _out(_complex_input(a), out)
+
+
+def ifftn(a, s=None, axes=None, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """N-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifftn``."""
+    s, axes = _nd_axes(a, s, axes)
+    for n, ax in zip(s, axes):
+        a = _c2c(a, n, ax, norm, True, _opts(mode, num_moduli))
+    return _out(_complex_input(a), out)
+
+
+def fft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, mode="exact", num_moduli=None):
+    """Two-dimensional discrete Fourier transform, as ``numpy.fft.fft2``."""
+    return fftn(a, s, axes, norm, out, mode=mode, num_moduli=num_moduli)
+
+
+def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, mode="exact", num_moduli=None):
+    """Two-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifft2``."""
+    return ifftn(a, s, axes, norm, out, mode=mode, num_moduli=num_moduli)
+
+
+def _real_input(a):
+    xp = _xp(a)
+    a = xp.asarray(a)
+    if a.dtype.kind == "c":
+        raise TypeError("ozaki.fft.rfft: input must be real")
+    return a
+
+
+def rfft(a, n=None, axis=-1, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """DFT of real input, the n//2 + 1 non-negative frequencies, as ``numpy.fft.rfft``."""
+    a = _real_input(a)
+    xp = _xp(a)
+    full = _c2c(a, n, axis, norm, False, _opts(mode, num_moduli))
+    axis = _axis(axis, full.ndim)
+    index = [slice(None)] * full.ndim
+    index[axis] = slice(0, full.shape[axis] // 2 + 1)
+    return _out(xp.ascontiguousarray(full[tuple(index)]), out)
+
+
+def irfft(a, n=None, axis=-1, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """Inverse of rfft: real output of length n (default 2 (m - 1)), as ``numpy.fft.irfft``.
+
+    The input is read as the non-negative half of a Hermitian spectrum: the
+    imaginary parts of the zero (and, for even n, the Nyquist) bin are ignored.
+    """
+    a = _complex_input(a)
+    xp = _xp(a)
+    axis = _axis(axis, a.ndim)
+    n = 2 * (a.shape[axis] - 1) if n is None else int(n)
+    if n < 1:
+        raise ValueError(f"Invalid number of data points ({n}) specified")
+    half = xp.moveaxis(_resize(a, n // 2 + 1, axis), axis, -1).copy()
+    half[..., 0] = half[..., 0].real
+    if n % 2 == 0:
+        half[..., -1] = half[..., -1].real
+    mirror = xp.conj(half[..., 1:(n + 1) // 2][..., ::-1])
+    full = xp.concatenate([half, mirror], axis=-1)
+    result = _c2c(full, n, -1, norm, True, _opts(mode, num_moduli)).real
+    return _out(xp.ascontiguousarray(xp.moveaxis(result, -1, axis)), out)
+
+
+def rfftn(a, s=None, axes=None, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """N-dimensional DFT of real input, as ``numpy.fft.rfftn``."""
+    a = _real_input(a)
+    s, axes = _nd_axes(a, s, axes)
+    a = rfft(a, s[-1], axes[-1], norm, mode=mode, num_moduli=num_moduli)
+    for n, ax in zip(s[:-1], axes[:-1]):
+        a = _c2c(a, n, ax, norm, False, _opts(mode, num_moduli))
+    return _out(a, out)
+
+
+def irfftn(a, s=None, axes=None, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """Inverse of rfftn, as ``numpy.fft.irfftn``."""
+    s, axes = _nd_axes(a, s, axes)
+    for n, ax in zip(s[:-1], axes[:-1]):
+        a = _c2c(a, n, ax, norm, True, _opts(mode, num_moduli))
+    last = s[-1]
+    if last is None:
+        last = 2 * (_xp(a).asarray(a).shape[axes[-1]] - 1)
+    return _out(irfft(a, last, axes[-1], norm, mode=mode, num_moduli=num_moduli), out)
+
+
+# scipy.fft backend: ``with scipy.fft.set_backend(ozaki.fft): scipy.fft.fft(x)``
+__ua_domain__ = "numpy.scipy.fft"
+_BACKEND = {f.__name__: f for f in (fft, ifft, fft2, ifft2, fftn, ifftn, rfft, irfft, rfftn, irfftn)}
+
+
+def __ua_function__(method, args, kwargs):
+    fn = _BACKEND.get(method.__name__)
+    if fn is None:
+        return NotImplemented
+    kwargs = dict(kwargs)
+    kwargs.pop("overwrite_x", None)
+    kwargs.pop("workers", None)
+    if kwargs.pop("plan", None) is not None:
+        return NotImplemented
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as e:
+        if "is not supported" in str(e):
+            return NotImplemented
+        raise

@@ -106,3 +106,14 @@ def test_complex_same_bits_large(rng):
     B = inputs.normal(rng, (1024, 1024)) + 1j * inputs.normal(rng, (1024, 1024))
     cpu, gpu = both(A, B, mode="accurate")
     assert np.array_equal(cpu.view(np.int64), gpu.view(np.int64))
+
+
+@pytest.mark.parametrize("shape,axes", [((4, 1024), (-1,)), ((3, 360), (-1,)), ((32, 48), (0, 1))])
+def test_fft_same_bits(rng, shape, axes):
+    import cupy
+    import ozaki.fft as of
+    x = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    cpu = of.fftn(x, axes=axes)
+    gpu = of.fftn(cupy.asarray(x), axes=axes)
+    assert isinstance(gpu, cupy.ndarray)
+    assert np.array_equal(cpu.view(np.int64), cupy.asnumpy(gpu).view(np.int64))

@@ -1,0 +1,162 @@
+"""ozaki.fft: numpy.fft conventions, accuracy against an mpmath DFT, the scipy.fft backend."""
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import ozaki.fft as of
+from ozaki.fft import twiddles
+
+
+def mp_dft_bins(x, ks, sign=-1):
+    """Reference bins of the DFT at 40 digits (mpmath), independent of the code under test."""
+    N = len(x)
+    with mpmath.workdps(40):
+        xs = [mpmath.mpc(float(v.real), float(v.imag)) for v in x]
+        return [mpmath.fsum(xs[n] * mpmath.expjpi(sign * 2 * mpmath.mpf(k * n % N) / N) for n in range(N))
+                for k in ks]
+
+
+def l2_error(y, ref, ks):
+    with mpmath.workdps(40):
+        num = mpmath.fsum(abs(mpmath.mpc(complex(y[k])) - r) ** 2 for k, r in zip(ks, ref))
+        den = mpmath.fsum(abs(r) ** 2 for r in ref)
+        return float(mpmath.sqrt(num / den))
+
+
+@pytest.mark.parametrize("N", [16, 64, 256, 1024, 4096, 12, 100, 360, 1000])
+@pytest.mark.parametrize("kind", ["uniform", "impulse", "wide"])
+def test_accuracy_never_worse_than_numpy(rng, N, kind):
+    if kind == "uniform":
+        x = rng.random(N) - 0.5 + 1j * (rng.random(N) - 0.5)
+    elif kind == "impulse":
+        x = np.zeros(N, complex)
+        x[rng.integers(0, N)] = 1.0 + 0.5j
+        x[rng.integers(0, N)] += 1e-3
+    else:
+        x = (rng.random(N) - 0.5) * np.exp2(rng.integers(-40, 40, N)) + 0j
+    ks = sorted({0, 1, N - 1, N // 2} | {int(k) for k in rng.integers(0, N, 20)})
+    ref = mp_dft_bins(x, ks)
+    ours = l2_error(of.fft(x), ref, ks)
+    native = l2_error(np.fft.fft(x), ref, ks)
+    assert ours <= max(native, 1e-17), (ours, native)
+    if kind == "uniform":
+        assert ours <= 1.0e-16
+
+
+def test_roundtrip(rng):
+    for N in (64, 1000, 4096):
+        x = rng.random(N) - 0.5 + 1j * (rng.random(N) - 0.5)
+        err = np.linalg.norm(of.ifft(of.fft(x)) - x) / np.linalg.norm(x)
+        native = np.linalg.norm(np.fft.ifft(np.fft.fft(x)) - x) / np.linalg.norm(x)
+        assert err <= max(native, 1e-16)
+
+
+@pytest.mark.parametrize("norm", [None, "backward", "ortho", "forward"])
+def test_numpy_conventions_1d(rng, norm):
+    x = rng.standard_normal((3, 40)) + 1j * rng.standard_normal((3, 40))
+    r = rng.standard_normal((5, 24))
+    cases = [(of.fft(x, norm=norm), np.fft.fft(x, norm=norm)),
+             (of.ifft(x, norm=norm), np.fft.ifft(x, norm=norm)),
+             (of.fft(x, n=50, axis=0, norm=norm), np.fft.fft(x, n=50, axis=0, norm=norm)),
+             (of.fft(x, n=17, norm=norm), np.fft.fft(x, n=17, norm=norm)),
+             (of.rfft(r, norm=norm), np.fft.rfft(r, norm=norm)),
+             (of.rfft(r, n=31, axis=0, norm=norm), np.fft.rfft(r, n=31, axis=0, norm=norm)),
+             (of.irfft(x, norm=norm), np.fft.irfft(x, norm=norm)),
+             (of.irfft(x, n=45, norm=norm), np.fft.irfft(x, n=45, norm=norm)),
+             (of.irfft(x, n=12, axis=0, norm=norm), np.fft.irfft(x, n=12, axis=0, norm=norm))]
+    for got, want in cases:
+        assert got.shape == want.shape and got.dtype == want.dtype
+        assert np.allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_numpy_conventions_nd(rng, norm):
+    x = rng.standard_normal((4, 6, 10)) + 1j * rng.standard_normal((4, 6, 10))
+    r = rng.standard_normal((4, 6, 10))
+    cases = [(of.fft2(x, norm=norm), np.fft.fft2(x, norm=norm)),
+             (of.ifft2(x, s=(5, 8), norm=norm), np.fft.ifft2(x, s=(5, 8), norm=norm)),
+             (of.fftn(x, norm=norm), np.fft.fftn(x, norm=norm)),
+             (of.fftn(x, axes=(0, 2), norm=norm), np.fft.fftn(x, axes=(0, 2), norm=norm)),
+             (of.ifftn(x, s=(3, 7), axes=(1, 0), norm=norm), np.fft.ifftn(x, s=(3, 7), axes=(1, 0), norm=norm)),
+             (of.rfftn(r, norm=norm), np.fft.rfftn(r, norm=norm)),
+             (of.rfftn(r, s=(5, 9), norm=norm), np.fft.rfftn(r, s=(5, 9), norm=norm)),
+             (of.irfftn(x, norm=norm), np.fft.irfftn(x, norm=norm)),
+             (of.irfftn(x, s=(4, 6, 9), norm=norm), np.fft.irfftn(x, s=(4, 6, 9), norm=norm))]
+    for got, want in cases:
+        assert got.shape == want.shape
+        assert np.allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="Invalid number"):
+        of.fft(np.ones(4), n=0)
+    with pytest.raises(ValueError, match="norm"):
+        of.fft(np.ones(4), norm="sideways")
+    with pytest.raises(ValueError, match="out of bounds"):
+        of.fft(np.ones(4), axis=1)
+    with pytest.raises(TypeError, match="real"):
+        of.rfft(np.ones(4, complex))
+    with pytest.raises(ValueError, match="not supported"):
+        of.fft(np.ones(4099 * 2))                 # 2 * a prime above 256: no factorization
+    with pytest.raises(ValueError, match="different lengths"):
+        of.fftn(np.ones((2, 2)), s=(2,), axes=(0, 1))
+    assert of.supported_length(4096 * 16) and not of.supported_length(8198)
+
+
+def test_twiddles_correctly_rounded():
+    """Every root is mpmath's value at 300 bits, rounded once (0, +-1, +-i exactly)."""
+    for N, div in [(8, 1), (24, 1), (96, 96), (1000, -1000), (1024, 1), (12, 12)]:
+        w = twiddles.roots(N, -1, div)
+        with mpmath.workprec(300):
+            scale = 1 / mpmath.sqrt(-div) if div < 0 else mpmath.mpf(1) / div
+            for j in range(N):
+                c = mpmath.cos(2 * mpmath.pi * j / N) * scale
+                s = -mpmath.sin(2 * mpmath.pi * j / N) * scale
+                c = 0.0 if abs(c) < 1e-80 else float(c)
+                s = 0.0 if abs(s) < 1e-80 else float(s)
+                assert (w[j].real, w[j].imag) == (c, s), (N, j)
+
+
+def test_stage2_matrices_are_roots():
+    G = twiddles.stage2_matrices(4, 8, -1)
+    w = twiddles.roots(32, -1)
+    for k1 in range(4):
+        for k2 in range(8):
+            for n2 in range(8):
+                assert G[k1, k2, n2] == w[(n2 * (k1 + 4 * k2)) % 32]
+
+
+def test_scipy_backend(rng):
+    scipy_fft = pytest.importorskip("scipy.fft")
+    x = rng.standard_normal(64) + 1j * rng.standard_normal(64)
+    with scipy_fft.set_backend(of):
+        got = scipy_fft.fft(x)
+        got_r = scipy_fft.irfft(x[:33], 64)
+    assert np.array_equal(got, of.fft(x))
+    assert np.array_equal(got_r, of.irfft(x[:33], 64))
+    assert of.__ua_function__(scipy_fft.dct, (x.real,), {}) is NotImplemented
+
+
+@given(st.integers(1, 300), st.sampled_from([None, "ortho", "forward"]))
+@settings(max_examples=25, deadline=None)
+def test_property_matches_numpy(n, norm):
+    x = np.random.default_rng(n).standard_normal(n) + 0.5j
+    assert np.allclose(of.fft(x, norm=norm), np.fft.fft(x, norm=norm), rtol=1e-12, atol=1e-12 * n)
+
+
+def test_twiddle_remainders():
+    """hi + lo carries each root to ~106 bits; lo is the rounded remainder."""
+    hi, lo = twiddles.root_parts(360, 1, -360)
+    with mpmath.workprec(300):
+        for j in range(0, 360, 7):
+            exact = mpmath.expjpi(2 * mpmath.mpf(j) / 360) / mpmath.sqrt(360)
+            assert float(exact.real - mpmath.mpf(hi[j].real)) == lo[j].real
+            assert float(exact.imag - mpmath.mpf(hi[j].imag)) == lo[j].imag
+            assert abs(exact - (mpmath.mpc(hi[j]) + mpmath.mpc(lo[j]))) < mpmath.mpf(2) ** -104
+
+
+def test_rounded_constants_path(rng):
+    x = rng.standard_normal(512) + 0j
+    assert np.allclose(of.fft(x, mode="accurate"), np.fft.fft(x), rtol=1e-12, atol=1e-11)
