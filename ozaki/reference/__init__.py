@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["exact_sum", "exact_dot", "exact_matmul", "scaled_integers", "scaled_matmul",
+__all__ = ["dft_bins", "l2_error", "exact_sum", "exact_dot", "exact_matmul", "scaled_integers", "scaled_matmul",
            "round_fraction", "ulp", "ulp_error", "dmmch_ratio"]
 
 _EPS = 2.0 ** -53          # unit roundoff of float64 (LAPACK's DMMCH uses eps = 2**-53 too)
@@ -150,3 +150,23 @@ def dmmch_ratio(C, A, B, entries=None):
         if err:
             worst = math.inf if denom == 0 else max(worst, float(err / denom / Fraction(_EPS)))
     return worst
+
+
+def dft_bins(x, ks, sign=-1, dps=40):
+    """Bins k of the DFT sum_n x[n] exp(sign 2 pi i k n / N), in mpmath at ``dps`` digits."""
+    import mpmath
+    N = len(x)
+    with mpmath.workdps(dps):
+        xs = [mpmath.mpc(complex(v)) for v in x]
+        return [mpmath.fsum(xs[n] * mpmath.expjpi(sign * 2 * mpmath.mpf(k * n % N) / N) for n in range(N))
+                for k in ks]
+
+
+def l2_error(y, ref, ks, dps=40):
+    """benchFFT's L2 relative error of the bins ks of y against reference bins."""
+    import mpmath
+    with mpmath.workdps(dps):
+        num = mpmath.fsum(abs(mpmath.mpc(complex(y[k])) - r) ** 2 for k, r in zip(ks, ref))
+        den = mpmath.fsum(abs(r) ** 2 for r in ref)
+        return float(mpmath.sqrt(num / den))
+

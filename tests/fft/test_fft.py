@@ -7,22 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import ozaki.fft as of
 from ozaki.fft import twiddles
-
-
-def mp_dft_bins(x, ks, sign=-1):
-    """Reference bins of the DFT at 40 digits (mpmath), independent of the code under test."""
-    N = len(x)
-    with mpmath.workdps(40):
-        xs = [mpmath.mpc(float(v.real), float(v.imag)) for v in x]
-        return [mpmath.fsum(xs[n] * mpmath.expjpi(sign * 2 * mpmath.mpf(k * n % N) / N) for n in range(N))
-                for k in ks]
-
-
-def l2_error(y, ref, ks):
-    with mpmath.workdps(40):
-        num = mpmath.fsum(abs(mpmath.mpc(complex(y[k])) - r) ** 2 for k, r in zip(ks, ref))
-        den = mpmath.fsum(abs(r) ** 2 for r in ref)
-        return float(mpmath.sqrt(num / den))
+from ozaki.reference import dft_bins as mp_dft_bins, l2_error
 
 
 @pytest.mark.parametrize("N", [16, 64, 256, 1024, 4096, 12, 100, 360, 1000])

@@ -54,3 +54,13 @@ def test_metrics():
     assert reference.dmmch_ratio(A @ B, A, B) > 0           # native drops 2**-60
     assert reference.dmmch_ratio(np.array([[1.0 + 2.0 ** -52]]), A, B) > 1
     assert reference.ulp_error(np.array([[1.0]]), A, B)[0] == 2.0 ** -60 / 2.0 ** -52
+
+
+def test_dft_bins_and_l2():
+    x = np.array([1.0, 2.0, 0.0, -1.0]) + 0j
+    ref = reference.dft_bins(x, [0, 1, 2, 3])
+    assert [complex(r) for r in ref] == [2, 1 - 3j, 0, 1 + 3j]
+    assert reference.l2_error(np.fft.fft(x), ref, [0, 1, 2, 3]) < 1e-16
+    y = np.fft.fft(x)
+    y[1] += 1e-6
+    assert 1e-8 < reference.l2_error(y, ref, [0, 1, 2, 3]) < 1e-6
