@@ -66,9 +66,10 @@ def test_numpy_conventions_nd(rng, norm):
              (of.fftn(x, axes=(0, 2), norm=norm), np.fft.fftn(x, axes=(0, 2), norm=norm)),
              (of.ifftn(x, s=(3, 7), axes=(1, 0), norm=norm), np.fft.ifftn(x, s=(3, 7), axes=(1, 0), norm=norm)),
              (of.rfftn(r, norm=norm), np.fft.rfftn(r, norm=norm)),
-             (of.rfftn(r, s=(5, 9), norm=norm), np.fft.rfftn(r, s=(5, 9), norm=norm)),
+             (of.rfftn(r, s=(5, 9), axes=(1, 2), norm=norm), np.fft.rfftn(r, s=(5, 9), axes=(1, 2), norm=norm)),
              (of.irfftn(x, norm=norm), np.fft.irfftn(x, norm=norm)),
-             (of.irfftn(x, s=(4, 6, 9), norm=norm), np.fft.irfftn(x, s=(4, 6, 9), norm=norm))]
+             (of.irfftn(x, s=(4, 6, 9), axes=(0, 1, 2), norm=norm),
+              np.fft.irfftn(x, s=(4, 6, 9), axes=(0, 1, 2), norm=norm))]
     for got, want in cases:
         assert got.shape == want.shape
         assert np.allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
