@@ -34,14 +34,16 @@ def steps(n, mode, nm, repeats):
     out["plan (scans, bound gemm)"] = t(lambda: scheme.make_plan(cupy, A, Bt, mode, nm, be))
     out["residues A+B"] = t(lambda: (be.residues(A, plan.beta_a, plan.width, m),
                                      be.residues(Bt, plan.beta_b, plan.width, m)))
-    out["int8 gemms"] = t(lambda: be.gemm(ra, rb))
+    default = be.GEMM_BATCHED
+    be.GEMM_BATCHED = True
+    out["int8 gemms, strided-batched"] = t(lambda: be.gemm(ra, rb))
     be.GEMM_BATCHED = False
     out["int8 gemms, a call each"] = t(lambda: be.gemm(ra, rb))
-    be.GEMM_BATCHED = True
+    be.GEMM_BATCHED = default
     out["epilogue"] = t(lambda: be.epilogue([prod], [0], m, plan.beta_a, plan.beta_b))
     out["total matmul"] = t(lambda: ozaki.matmul(A, B, mode=mode, num_moduli=nm))
     out["native dgemm"] = t(lambda: A @ B)
-    gemm_tops = m * 2.0 * n ** 3 / out["int8 gemms"] / 1e9
+    gemm_tops = m * 2.0 * n ** 3 / min(out["int8 gemms, strided-batched"], out["int8 gemms, a call each"]) / 1e9
     bytes_res = 2 * n * n * (8 + m)
     bytes_epi = n * n * (4 * m + 8)
     return {"n": n, "mode": mode, "num_moduli": m, "ms": out, "int8_tops": gemm_tops,

@@ -47,7 +47,9 @@ def default_workspace():
 
 
 # cuBLAS gemmEx: one strided-batched call over the moduli, or one call each.
-GEMM_BATCHED = True
+# Measured on the H200 (bench/results/2026-12-02-5cfbeb6/steps.txt, 17 moduli):
+# a call each is faster, 117 vs 129 ms at n = 16384, 13.0 vs 16.2 ms at 8192.
+GEMM_BATCHED = False
 
 
 def split(x):
