@@ -32,7 +32,7 @@ def steps_table(rows):
 
 def main(folder):
     parts = []
-    for path in sorted(glob.glob(os.path.join(folder, "gemm*.json"))):
+    for path in sorted(glob.glob(os.path.join(folder, "*gemm*.json"))):
         with open(path) as f:
             d = json.load(f)
         m = d["meta"]

@@ -3,7 +3,7 @@
     demo    [--n N] [--backend cpu|gpu]   multiply in each mode, show accuracy and time vs native
     verify  [--profile short|full] [--report DIR] [--bench-results JSON]
             the accuracy verification suite; exit status 1 on any failure
-    bench   gemm [args...]                the GPU benchmarks (bench/ in the source tree)
+    bench   gemm|zgemm|fft [args...]      the GPU benchmarks (bench/ in the source tree), JSON out
 """
 
 import argparse
@@ -86,16 +86,17 @@ def main(argv=None):
         if not rest or rest[0] not in ("gemm", "zgemm", "fft"):
             print("usage: python -m ozaki bench gemm|zgemm|fft [args]", file=sys.stderr)
             return 2
-        if rest[0] != "gemm":
-            print(f"ozaki bench {rest[0]}: not built yet (complex GEMM and the FFT are planned)", file=sys.stderr)
-            return 2
         try:
-            from bench import gemm
+            from bench import fft as bench_fft, gemm as bench_gemm
         except ImportError:
             print("ozaki bench needs the source tree's bench/ folder on the path (run from the repository)",
                   file=sys.stderr)
             return 2
-        gemm.main(rest[1:])
+        if rest[0] == "fft":
+            bench_fft.main(rest[1:])
+        else:     # zgemm: the GEMM benchmark on complex N(0,1) inputs against cuBLAS ZGEMM
+            extra = ["--families", "complex", "--no-emulated"] if rest[0] == "zgemm" else []
+            bench_gemm.main(extra + rest[1:])
         return 0
     if command != "demo":
         print(__doc__, file=sys.stderr)
