@@ -171,9 +171,7 @@ def matmul(a, b, /, *, mode=None, num_moduli=None, substrate="int8"):
     count = int(np.prod(batch, dtype=np.int64))
     a3 = xp.broadcast_to(a2, batch + a2.shape[-2:]).reshape((count,) + a2.shape[-2:])
     b3 = xp.broadcast_to(b2, batch + b2.shape[-2:]).reshape((count,) + b2.shape[-2:])
-    out = xp.empty((a3.shape[0], m, n), dtype=a.dtype)
-    for i in range(a3.shape[0]):
-        out[i] = scheme.matmul2d(a3[i], b3[i], mode, num_moduli, backend, get_config()["workspace"])
+    out = scheme.matmul_stack(a3, b3, mode, num_moduli, backend, get_config()["workspace"])
     out = out.reshape(batch + (m, n))
     if a.ndim == 1:
         out = out[..., 0, :]

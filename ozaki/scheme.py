@@ -95,12 +95,14 @@ def plan_fast(xp, A, Bt, m, backend):
     return Plan("fast", m, None, beta_a, beta_b, 1, 1, (fa, fb))
 
 
-def plan_accurate(xp, A, Bt, m, backend, parts=1):
+def plan_accurate(xp, A, Bt, m, backend, parts=1, batch=1):
     """Bottoms from M = ceil6(|A|) ceil6(|B|) >= sum_k |A||B| 2**(eA + eB) (one int8 GEMM).
 
     parts=2 (complex: A = [Re | Im] side by side): 5-bit ceilings of both parts
     are added, c(|re|) + c(|im|) <= 64, so M bounds sum (|re|+|im|)(|re|+|im|),
     which bounds the real and the imaginary part of the product alike.
+    batch > 1: A and Bt hold ``batch`` matrices' rows one after another; the
+    bound GEMM and its maxima stay inside each matrix.
     """
     L = crt.usable_bits(m)
 
@@ -113,9 +115,9 @@ def plan_accurate(xp, A, Bt, m, backend, parts=1):
 
     fa, ea, ahat = ceilings(A)
     fb, eb, bhat = ceilings(Bt)
-    M = backend.gemm(ahat[None], bhat[None])[0]                     # exact: < k * 2**12
-    r = _frexp_exponent(xp, xp.max(M, axis=1).astype(xp.float64))  # M_ij < 2**r_i
-    c = _frexp_exponent(xp, xp.max(M, axis=0).astype(xp.float64))  # M_ij < 2**c_j
+    M = backend.gemm(ahat[None], bhat[None], batch)[:, 0]          # exact: < k * 2**12
+    r = _frexp_exponent(xp, xp.max(M, axis=2).astype(xp.float64)).reshape(-1)  # M_ij < 2**r_i
+    c = _frexp_exponent(xp, xp.max(M, axis=1).astype(xp.float64)).reshape(-1)  # M_ij < 2**c_j
     # t_i + u_j + min(r_i, c_j) <= L, so sum |A'||B'| <= 2**(t+u) M_ij < 2**L.
     t = (L - r) // 2
     u = (L - c) // 2
@@ -172,12 +174,13 @@ def plan_exact(xp, A, Bt, num_moduli, backend):
     return Plan("exact", m, w, beta_a, beta_b, ta, tb, (backend.scan_rows(A)[1], backend.scan_rows(Bt)[1]))
 
 
-def make_plan(xp, A, Bt, mode, num_moduli, backend, parts=1):
+def make_plan(xp, A, Bt, mode, num_moduli, backend, parts=1, batch=1):
     """The scaling of A (m, parts*k) and B^T (n, parts*k), parts side by side (complex: 2).
 
     One bottom per row serves every part, so the parts' integers share a scale.
     The 2-norm (fast) and the exact bounds over the joined row bound the real
     and imaginary parts of a complex product as they bound a real one.
+    batch > 1: the rows of ``batch`` matrices one after another (see plan_accurate).
     """
     if mode == "exact":
         return plan_exact(xp, A, Bt, num_moduli, backend)
@@ -185,7 +188,7 @@ def make_plan(xp, A, Bt, mode, num_moduli, backend, parts=1):
     crt.moduli(m)                                       # validates the count
     if mode == "fast":
         return plan_fast(xp, A, Bt, m, backend)
-    return plan_accurate(xp, A, Bt, m, backend, parts)
+    return plan_accurate(xp, A, Bt, m, backend, parts, batch)
 
 
 def _residue_slices(X, beta, plan, count, backend):
@@ -216,7 +219,7 @@ def add_residues(xp, x, y, m):
                      for i, p in enumerate(crt.moduli(m))]).astype(xp.int8)
 
 
-def product_finite(A_parts, Bt_parts, plan, backend, workspace):
+def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1):
     """The exact-then-rounded product under ``plan``; a list of the output parts.
 
     One part (real): A @ B.  Two parts (complex, Karatsuba in the residue domain):
@@ -226,13 +229,20 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace):
 
     Blocked over rows of A and columns of B so that the residues and products of
     one block stay under ``workspace`` bytes; one block when everything fits.
+    batch > 1 (the caller has checked that the whole stack fits): the parts hold
+    ``batch`` matrices' rows one after another; the GEMMs run batched and the
+    parts come back as (batch, m, n).
     """
     xp = backend.xp
     parts = len(A_parts)
     m, k = A_parts[0].shape
     n = Bt_parts[0].shape[0]
-    mb, nb = blocks(m, n, k * (3 if parts == 2 else 1), plan, workspace)
-    whole = (mb, nb) == (m, n)
+    if batch > 1:
+        mb, nb = m, n                  # the whole stack in one block
+        m, n = m // batch, n // batch
+    else:
+        mb, nb = blocks(m, n, k * (3 if parts == 2 else 1), plan, workspace)
+    whole = (mb, nb) == (m * batch, n * batch)
     C = None if whole else [xp.empty((m, n), dtype=xp.float64) for _ in range(parts)]
 
     def slices(X_parts, beta, count):
@@ -250,13 +260,18 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace):
             for t in range(plan.slices_a):
                 for u in range(plan.slices_b):
                     if parts == 1:
-                        products[0].append(backend.gemm(ra[0][t], rb[0][u]))
+                        products[0].append(backend.gemm(ra[0][t], rb[0][u], batch))
                     else:
-                        p1, p2, p3 = (backend.gemm(ra[h][t], rb[h][u]).astype(xp.int64) for h in range(3))
+                        p1, p2, p3 = (backend.gemm(ra[h][t], rb[h][u], batch).astype(xp.int64)
+                                      for h in range(3))
                         products[0].append(p1 - p2)
                         products[1].append(p3 - p1 - p2)
                     shifts.append((t + u) * (plan.width or 0) // LIMB_BITS)
-            block = [backend.epilogue(prods, shifts, plan.num_moduli,
+            if batch > 1:          # products (batch, moduli, m, n): one epilogue per matrix
+                return [xp.stack([backend.epilogue([p[g] for p in prods], shifts, plan.num_moduli,
+                                                   plan.beta_a[g * m:(g + 1) * m], plan.beta_b[g * n:(g + 1) * n])
+                                  for g in range(batch)]) for prods in products]
+            block = [backend.epilogue([p[0] for p in prods], shifts, plan.num_moduli,
                                       plan.beta_a[i0:i0 + mb], plan.beta_b[j0:j0 + nb]) for prods in products]
             if whole:
                 return block
@@ -313,33 +328,63 @@ def matmul2d(A, B, mode, num_moduli, backend, workspace=None):
     and imaginary parts are each the exact sum of their 2k real terms, rounded
     once (and their IEEE specials are those of these real sums).
     """
+    return matmul_stack(A[None], B[None], mode, num_moduli, backend, workspace)[0]
+
+
+def matmul_stack(A, B, mode, num_moduli, backend, workspace=None):
+    """C[g] = A[g] @ B[g] for stacks (batch, m, k), (batch, k, n), as matmul2d each.
+
+    The stack goes through the pipeline at once (one plan over all rows, batched
+    GEMMs, one epilogue per matrix) when its residues and products fit the
+    workspace, else in pieces; the results are the same bits either way.
+    """
     xp = backend.xp
-    m, k = A.shape
-    n = B.shape[1]
+    batch, m, k = A.shape
+    n = B.shape[2]
     workspace = workspace or backend.default_workspace()
-    if xp.iscomplexobj(A):
-        if m == 0 or n == 0 or k == 0:
-            return xp.zeros((m, n), dtype=xp.complex128)
-        A_parts = [xp.ascontiguousarray(A.real), xp.ascontiguousarray(A.imag)]
-        Bt_parts = [xp.ascontiguousarray(B.real.T), xp.ascontiguousarray(B.imag.T)]
+    complex_ = xp.iscomplexobj(A)
+    out = xp.empty((batch, m, n), dtype=xp.complex128 if complex_ else xp.float64)
+    if m == 0 or n == 0 or k == 0 or batch == 0:
+        out[...] = 0
+        return out
+    # residues and products of one matrix (a generous count: 22 moduli, 3 GEMMs for complex)
+    per_matrix = (m + n) * (k + 16) * 22 * (3 if complex_ else 1) + m * n * 22 * 8 * (3 if complex_ else 1)
+    step = max(1, min(batch, workspace // max(per_matrix, 1)))
+    for g0 in range(0, batch, step):
+        out[g0:g0 + step] = _stack_piece(A[g0:g0 + step], B[g0:g0 + step], mode, num_moduli, backend,
+                                         workspace, complex_)
+    return out
+
+
+def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_):
+    xp = backend.xp
+    batch, m, k = A.shape
+    n = B.shape[2]
+
+    def rows(X):                       # (batch, r, k) -> (batch * r, k), contiguous
+        return xp.ascontiguousarray(X).reshape(-1, X.shape[-1])
+
+    if complex_:
+        A_parts = [rows(A.real), rows(A.imag)]
+        Bt_parts = [rows(B.real.transpose(0, 2, 1)), rows(B.imag.transpose(0, 2, 1))]
         plan = make_plan(xp, xp.concatenate(A_parts, axis=1), xp.concatenate(Bt_parts, axis=1),
-                         mode, num_moduli, backend, parts=2)
-        re, im = product_finite(A_parts, Bt_parts, plan, backend, workspace)
-        found = _flags_found(xp, plan)
-        if found:
-            Ar, Ai, Br, Bi = A_parts[0], A_parts[1], B.real, B.imag
-            re = _ieee_fixups(xp, xp.concatenate([Ar, -Ai], axis=1), xp.concatenate([Br, Bi]), re, found)
-            im = _ieee_fixups(xp, xp.concatenate([Ar, Ai], axis=1), xp.concatenate([Bi, Br]), im, found)
-        return _complex(xp, re, im)
-    if m == 0 or n == 0 or k == 0:
-        return xp.zeros((m, n), dtype=xp.float64)
-    A = xp.ascontiguousarray(A)
-    Bt = xp.ascontiguousarray(B.T)
-    # Non-finite entries count as zeros in the finite product (the residue
-    # step reads them so); the IEEE fix-ups below put NaN/inf back.
-    plan = make_plan(xp, A, Bt, mode, num_moduli, backend)
-    (C,) = product_finite([A], [Bt], plan, backend, workspace)
-    return _ieee_fixups(xp, A, B, C, _flags_found(xp, plan))
+                         mode, num_moduli, backend, parts=2, batch=batch)
+    else:
+        # Non-finite entries count as zeros in the finite product (the residue
+        # step reads them so); the IEEE fix-ups below put NaN/inf back.
+        A_parts = [rows(A)]
+        Bt_parts = [rows(B.transpose(0, 2, 1))]
+        plan = make_plan(xp, A_parts[0], Bt_parts[0], mode, num_moduli, backend, batch=batch)
+    C = [c.reshape(batch, m, n) for c in product_finite(A_parts, Bt_parts, plan, backend, workspace, batch)]
+    found = _flags_found(xp, plan)
+    for g in range(batch if found else 0):
+        if complex_:
+            Ar, Ai, Br, Bi = A[g].real, A[g].imag, B[g].real, B[g].imag
+            C[0][g] = _ieee_fixups(xp, xp.concatenate([Ar, -Ai], axis=1), xp.concatenate([Br, Bi]), C[0][g], found)
+            C[1][g] = _ieee_fixups(xp, xp.concatenate([Ar, Ai], axis=1), xp.concatenate([Bi, Br]), C[1][g], found)
+        else:
+            C[0][g] = _ieee_fixups(xp, A[g], B[g], C[0][g], found)
+    return _complex(xp, *C) if complex_ else C[0]
 
 
 def _complex(xp, re, im):

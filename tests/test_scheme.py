@@ -165,3 +165,21 @@ def test_blocked_workspace_same_bits(rng, mode):
     with ozaki.config(workspace=20000):
         blocked = ozaki.matmul(A, B, mode=mode)
     assert same_bits(blocked, whole)
+
+
+@pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
+def test_stack_equals_each(rng, mode):
+    """A stack goes through the pipeline at once; every matrix gets the bits of its own product."""
+    A = inputs.wide(rng, (5, 9, 14), 20)
+    B = inputs.wide(rng, (5, 14, 7), 20)
+    A[1] *= 2.0 ** 300                       # matrices of very different scales in one stack
+    B[3, 2, 1] = np.inf
+    A[4, 0, :] = -0.0
+    whole = ozaki.matmul(A, B, mode=mode)
+    for g in range(5):
+        assert same_bits(whole[g], ozaki.matmul(A[g], B[g], mode=mode))
+    Z = A + 1j * inputs.wide(rng, (5, 9, 14), 5)
+    W = B + 1j * inputs.wide(rng, (5, 14, 7), 5)
+    whole = ozaki.matmul(Z, W, mode=mode)
+    for g in range(5):
+        assert np.array_equal(whole[g].view(np.int64), ozaki.matmul(Z[g], W[g], mode=mode).view(np.int64))

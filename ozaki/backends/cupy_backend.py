@@ -139,29 +139,34 @@ def _pad(R):
     return out
 
 
-def gemm(Ra, Rbt):
-    """Exact integer products Ra[i] @ Rbt[i].T: int8 (b, m, k), (b, n, k) -> int32 or int64 (b, m, n).
+def gemm(Ra, Rbt, batch=1):
+    """Exact integer products: int8 (b, batch*m, k), (b, batch*n, k) -> (batch, b, m, n).
 
+    Matrix g of the batch is rows g*m..(g+1)*m of Ra[i] times those of Rbt[i].
     int32 when the inner dimension fits one chunk, else the chunks' int32
     products summed in int64.
     """
     Ra, Rbt = _pad(Ra), _pad(Rbt)
-    b, m, kp = Ra.shape
-    n = Rbt.shape[1]
+    b, rows, kp = Ra.shape
+    m, n = rows // batch, Rbt.shape[1] // batch
     handle = cupy.cuda.device.get_cublas_handle()
     one = np.array(1, dtype=np.int32)
     zero = np.array(0, dtype=np.int32)
-    out = cupy.empty((b, m, n), dtype=cupy.int32)
+    out = cupy.empty((batch, b, m, n), dtype=cupy.int32)
+    if batch == 1 and GEMM_BATCHED:
+        calls = [(0, b, m * kp, n * kp, m * n)]                  # one call over the moduli
+    else:
+        calls = [(i, batch, m * kp, n * kp, b * m * n) for i in range(b)]   # a call per modulus
     total = None
     for k0 in range(0, kp, K_CHUNK):
         kc = min(K_CHUNK, kp - k0)
         # Column-major view: C^T (n x m) = Rbt (k x n)^T . Ra (k x m), both k-contiguous.
-        for i0, count in ([(0, b)] if GEMM_BATCHED else [(i, 1) for i in range(b)]):
+        for i, count, stride_a, stride_b, stride_c in calls:
             cublas.gemmStridedBatchedEx(
                 handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, kc,
-                one.ctypes.data, Rbt.data.ptr + i0 * n * kp + k0, _CUDA_R_8I, kp, n * kp,
-                Ra.data.ptr + i0 * m * kp + k0, _CUDA_R_8I, kp, m * kp,
-                zero.ctypes.data, out.data.ptr + i0 * m * n * 4, _CUDA_R_32I, n, m * n,
+                one.ctypes.data, Rbt.data.ptr + i * batch * n * kp + k0, _CUDA_R_8I, kp, stride_b,
+                Ra.data.ptr + i * batch * m * kp + k0, _CUDA_R_8I, kp, stride_a,
+                zero.ctypes.data, out.data.ptr + i * m * n * 4, _CUDA_R_32I, n, stride_c,
                 count, _CUBLAS_COMPUTE_32I, _CUBLAS_GEMM_DEFAULT)
         if kc < kp:
             total = out.astype(cupy.int64) if total is None else total + out

@@ -101,11 +101,15 @@ def residues(x, beta, width, m):
     return out
 
 
-def gemm(Ra, Rbt):
-    """Exact integer products Ra[i] @ Rbt[i].T: int8 (b, m, k), (b, n, k) -> int64 (b, m, n)."""
-    a = Ra.astype(np.float64)
-    b = Rbt.astype(np.float64)
-    return np.matmul(a, b.transpose(0, 2, 1)).astype(np.int64)
+def gemm(Ra, Rbt, batch=1):
+    """Exact integer products: int8 (b, batch*m, k), (b, batch*n, k) -> int64 (batch, b, m, n).
+
+    Matrix g of the batch is rows g*m..(g+1)*m of Ra[i] times those of Rbt[i].
+    """
+    b, rows, k = Ra.shape
+    a = Ra.astype(np.float64).reshape(b, batch, rows // batch, k).transpose(1, 0, 2, 3)
+    c = Rbt.astype(np.float64).reshape(b, batch, Rbt.shape[1] // batch, k).transpose(1, 0, 3, 2)
+    return np.matmul(a, c).astype(np.int64)
 
 
 def epilogue(products, shifts, m, beta_a, beta_b):

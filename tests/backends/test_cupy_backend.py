@@ -117,3 +117,10 @@ def test_fft_same_bits(rng, shape, axes):
     gpu = of.fftn(cupy.asarray(x), axes=axes)
     assert isinstance(gpu, cupy.ndarray)
     assert np.array_equal(cpu.view(np.int64), cupy.asnumpy(gpu).view(np.int64))
+
+
+@pytest.mark.parametrize("mode", ["accurate", "exact"])
+def test_stack_same_bits(rng, mode):
+    A, B = inputs.wide(rng, (6, 40, 70), 10), inputs.wide(rng, (6, 70, 30), 10)
+    cpu, gpu = both(A, B, mode=mode)
+    assert same_bits(cpu, gpu)
