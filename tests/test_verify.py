@@ -9,7 +9,9 @@ from ozaki import verify
 def test_short_profile_passes_and_reports(tmp_path):
     rows = verify.run("short", gpu=False)
     assert [r for r in rows if r.status == "fail"] == []
-    assert {r.check for r in rows} >= {"bit-for-bit", "max ulp", "DMMCH", "DMMCH sweep", "DMMCH vs spread"}
+    assert {r.check for r in rows} >= {"bit-for-bit", "max ulp", "DMMCH", "DMMCH sweep", "DMMCH vs spread",
+                                       "L2 error"}
+    assert {r.case for r in rows} >= {"complex normal", "complex wide", "fft N=64"}
     verify.write_report(rows, str(tmp_path))
     assert (tmp_path / "verify.json").exists() and (tmp_path / "verify.md").exists()
     assert "| case |" in (tmp_path / "verify.md").read_text()
