@@ -20,11 +20,15 @@ def test_short_profile_passes_and_reports(tmp_path):
 def test_planted_error_is_caught():
     def off_by_one_ulp(A, B, **kw):
         C = ozaki.matmul(A, B, **kw)
-        C.flat[0] = np.nextafter(C.flat[0], np.inf)
+        if np.iscomplexobj(C):
+            C.real.flat[0] = np.nextafter(C.real.flat[0], np.inf)
+        else:
+            C.flat[0] = np.nextafter(C.flat[0], np.inf)
         return C
     rows = verify.run("short", matmul=off_by_one_ulp, gpu=False)
     failed = {(r.case, r.check) for r in rows if r.status == "fail"}
     assert ("normal", "bit-for-bit") in failed
+    assert ("complex normal", "bit-for-bit") in failed
 
 
 def test_cli_exit_status(capsys):
