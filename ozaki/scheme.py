@@ -21,7 +21,9 @@ The modes differ only in the scaling:
 
 Everything up to the last rounding is exact, so every mode returns exactly
 RN(A'B' 2**(beta_i + beta_j)) for its own integers A', B'; ozaki.reference
-computes that independently.  ``plan`` is shared by both backends (it only
+computes that independently.  Complex products run the same steps on the real
+and imaginary parts with three GEMMs per modulus (product_finite); stacks of
+matrices run through them at once (matmul_stack).  ``plan`` is shared by both backends (it only
 uses array-module reductions); the backends implement ``residues``, ``gemm``
 and ``epilogue``.
 """
@@ -347,8 +349,10 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None):
     if m == 0 or n == 0 or k == 0 or batch == 0:
         out[...] = 0
         return out
-    # residues and products of one matrix (a generous count: 22 moduli, 3 GEMMs for complex)
-    per_matrix = (m + n) * (k + 16) * 22 * (3 if complex_ else 1) + m * n * 22 * 8 * (3 if complex_ else 1)
+    # residues and products of one matrix, counted generously: 22 moduli (fast,
+    # accurate) or 49 moduli and 4 slice pairs (exact), 3 GEMMs for complex
+    mods = 49 * 4 if mode == "exact" else 22
+    per_matrix = ((m + n) * (k + 16) + m * n * 8) * mods * (3 if complex_ else 1)
     step = max(1, min(batch, workspace // max(per_matrix, 1)))
     for g0 in range(0, batch, step):
         out[g0:g0 + step] = _stack_piece(A[g0:g0 + step], B[g0:g0 + step], mode, num_moduli, backend,
