@@ -183,3 +183,10 @@ def test_stack_equals_each(rng, mode):
     whole = ozaki.matmul(Z, W, mode=mode)
     for g in range(5):
         assert np.array_equal(whole[g].view(np.int64), ozaki.matmul(Z[g], W[g], mode=mode).view(np.int64))
+
+
+def test_stack_in_pieces_same_bits(rng):
+    A, B = inputs.wide(rng, (6, 8, 10), 10), inputs.wide(rng, (6, 10, 5), 10)
+    whole = ozaki.matmul(A, B)
+    with ozaki.config(workspace=30000):            # a piece of one or two matrices at a time
+        assert same_bits(ozaki.matmul(A, B), whole)
