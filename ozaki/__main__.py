@@ -65,6 +65,15 @@ def demo(n, backend, samples=30):
                   f"{ratio:12.3g} {ulps:9.3g}")
     print("DMMCH ratio = max |C - exact| / (eps |A||B|) and ulp error, exact (fractions), "
           f"on {samples} sampled entries; 'exact' is correctly rounded (<= 0.5 ulp).")
+    from . import verify
+    rows = verify.run("short", gpu=backend == "gpu")
+    failed = [r for r in rows if r.status == "fail"]
+    counted = [r for r in rows if r.status in ("pass", "fail")]
+    print(f"verification suite (short profile; python -m ozaki verify for the table): "
+          f"{len(counted) - len(failed)} passed, {len(failed)} failed")
+    for r in failed:
+        print(f"  FAILED {r.case} {r.mode} {r.check}: {r.figure:.3g} (native {r.native:.3g})")
+    return 1 if failed else 0
 
 
 def main(argv=None):
@@ -107,8 +116,7 @@ def main(argv=None):
     ap.add_argument("--backend", choices=["cpu", "gpu"], default=None)
     a = ap.parse_args(rest)
     backend = a.backend or _default_backend()
-    demo(a.n or (4096 if backend == "gpu" else 256), backend)
-    return 0
+    return demo(a.n or (4096 if backend == "gpu" else 256), backend)
 
 
 if __name__ == "__main__":
