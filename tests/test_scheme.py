@@ -190,3 +190,13 @@ def test_stack_in_pieces_same_bits(rng):
     whole = ozaki.matmul(A, B)
     with ozaki.config(workspace=30000):            # a piece of one or two matrices at a time
         assert same_bits(ozaki.matmul(A, B), whole)
+
+
+@pytest.mark.parametrize("mode,nm", [("fast", 2), ("fast", 17), ("accurate", 2), ("accurate", 17)])
+def test_same_sign_products_at_the_crt_bound(mode, nm):
+    """Every term of one sign and of maximal size: the sum meets the bound the scaling promises."""
+    k = 1500
+    A = np.full((3, k), 1.0 - 2.0 ** -53)
+    B = np.full((k, 2), -(1.0 + 2.0 ** -52))
+    A[1] = 2.0 ** -1000
+    check_mode(A, B, mode, nm)
