@@ -36,9 +36,8 @@ def dmmch(C, A, B, entries):
     """Exact DMMCH ratio of C (numpy) on sampled entries; complex: the worse of the two parts,
     each against its 2k real terms (Re = [Ar, -Ai][Br; Bi], Im = [Ar, Ai][Bi; Br])."""
     if np.iscomplexobj(A):
-        re = reference.dmmch_ratio(C.real, np.hstack([A.real, -A.imag]), np.vstack([B.real, B.imag]), entries)
-        im = reference.dmmch_ratio(C.imag, np.hstack([A.real, A.imag]), np.vstack([B.imag, B.real]), entries)
-        return max(re, im)
+        (xr, yr), (xi, yi) = reference.complex_as_real(A, B)
+        return max(reference.dmmch_ratio(C.real, xr, yr, entries), reference.dmmch_ratio(C.imag, xi, yi, entries))
     return reference.dmmch_ratio(C, A, B, entries)
 
 

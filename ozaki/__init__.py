@@ -66,8 +66,8 @@ def backend_for(x):
 _EXACT_KINDS = {"b", "f", "i", "u"}
 
 
-def _as_float64(x, name):
-    """Convert like numpy would to float64, refusing what would change values silently."""
+def _as_exact_dtype(x, name):
+    """Convert like numpy would to float64 (complex: complex128), refusing what would change values."""
     dt = x.dtype
     if dt == np.float64 or dt == np.complex128:
         return x
@@ -154,8 +154,8 @@ def matmul(a, b, /, *, mode=None, num_moduli=None, substrate="int8"):
         if v.ndim == 0:
             raise ValueError(f"matmul: Input operand {i} does not have enough dimensions "
                              "(has 0, gufunc core with signature (n?,k),(k,m?)->(n?,m?) requires 1)")
-    a = _as_float64(a, "a")
-    b = _as_float64(b, "b")
+    a = _as_exact_dtype(a, "a")
+    b = _as_exact_dtype(b, "b")
     if a.dtype.kind == "c" or b.dtype.kind == "c":
         a, b = a.astype(np.complex128), b.astype(np.complex128)
     backend = backend_for(a)
@@ -189,7 +189,7 @@ def dot(a, b, /, *, mode=None, num_moduli=None, substrate="int8"):
     a, b = _operands(a, b)
     if a.ndim == 0 or b.ndim == 0:
         # One product per entry: IEEE multiplication already rounds it once.
-        return _as_float64(a, "a") * _as_float64(b, "b")
+        return _as_exact_dtype(a, "a") * _as_exact_dtype(b, "b")
     if a.ndim <= 2 and b.ndim <= 2:
         return matmul(a, b, mode=mode, num_moduli=num_moduli, substrate=substrate)
     if a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:

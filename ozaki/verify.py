@@ -168,12 +168,6 @@ def _exact_ok(matmul, A, B, entries):
     return _same_bits(C[tuple(np.array(entries).T)], reference.exact_matmul(A, B, entries)) == 0
 
 
-def _complex_parts(A, B):
-    """Re and Im of A @ B as real products of 2k terms: ([Ar, -Ai], [Br; Bi]), ([Ar, Ai], [Bi; Br])."""
-    return ((np.hstack([A.real, -A.imag]), np.vstack([B.real, B.imag])),
-            (np.hstack([A.real, A.imag]), np.vstack([B.imag, B.real])))
-
-
 def check_complex(rng, p, matmul):
     """Complex GEMM: exact mode bit for bit per part; the default accurate mode's DMMCH vs native."""
     rows = []
@@ -183,7 +177,7 @@ def check_complex(rng, p, matmul):
         B = _wide(rng, (s + 3, s - 2), spread) + 1j * _wide(rng, (s + 3, s - 2), spread)
         C = matmul(A, B, mode="exact")
         diff = sum(_same_bits(getattr(C, part), reference.exact_matmul(X, Y))
-                   for part, (X, Y) in zip(("real", "imag"), _complex_parts(A, B)))
+                   for part, (X, Y) in zip(("real", "imag"), reference.complex_as_real(A, B)))
         rows.append(Row(name, "exact", "auto", "bit-for-bit", diff, math.nan, "pass" if diff == 0 else "fail"))
     m, k = p["acc_m"], p["acc_k"]
     entries = _sampled(rng, m, m, p["samples"])
@@ -191,9 +185,9 @@ def check_complex(rng, p, matmul):
     B = rng.standard_normal((k, m)) + 1j * rng.standard_normal((k, m))
     C, N = matmul(A, B), A @ B
     ours = max(reference.dmmch_ratio(getattr(C, part), X, Y, entries)
-               for part, (X, Y) in zip(("real", "imag"), _complex_parts(A, B)))
+               for part, (X, Y) in zip(("real", "imag"), reference.complex_as_real(A, B)))
     native = max(reference.dmmch_ratio(getattr(N, part), X, Y, entries)
-                 for part, (X, Y) in zip(("real", "imag"), _complex_parts(A, B)))
+                 for part, (X, Y) in zip(("real", "imag"), reference.complex_as_real(A, B)))
     rows.append(Row("complex normal", "accurate", str(scheme.default_num_moduli("accurate", 2 * k)), "DMMCH",
                     ours, native, "pass" if ours <= max(native, 0.5) else "fail"))
     return rows

@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["dft_bins", "l2_error", "exact_sum", "exact_dot", "exact_matmul", "scaled_integers", "scaled_matmul",
+__all__ = ["complex_as_real", "dft_bins", "l2_error", "exact_sum", "exact_dot", "exact_matmul", "scaled_integers", "scaled_matmul",
            "round_fraction", "ulp", "ulp_error", "dmmch_ratio"]
 
 _EPS = 2.0 ** -53          # unit roundoff of float64 (LAPACK's DMMCH uses eps = 2**-53 too)
@@ -169,4 +169,16 @@ def l2_error(y, ref, ks, dps=40):
         num = mpmath.fsum(abs(mpmath.mpc(complex(y[k])) - r) ** 2 for k, r in zip(ks, ref))
         den = mpmath.fsum(abs(r) ** 2 for r in ref)
         return float(mpmath.sqrt(num / den))
+
+
+def complex_as_real(A, B):
+    """The real products behind A @ B for complex A, B: ((X_re, Y_re), (X_im, Y_im)).
+
+    Re(A @ B) = [Ar, -Ai] @ [Br; Bi] and Im(A @ B) = [Ar, Ai] @ [Bi; Br], each a
+    real product of 2k terms: the exact references and metrics of complex products.
+    """
+    A = np.asarray(A, dtype=np.complex128)
+    B = np.asarray(B, dtype=np.complex128)
+    return ((np.hstack([A.real, -A.imag]), np.vstack([B.real, B.imag])),
+            (np.hstack([A.real, A.imag]), np.vstack([B.imag, B.real])))
 
