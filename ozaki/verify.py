@@ -105,27 +105,29 @@ def check_bits(rng, p, matmul):
     for name, (A, B) in _progress(list(fams.items()), "bit-for-bit"):
         ref_exact = reference.exact_matmul(A, B)
         finite = np.isfinite(A).all() and np.isfinite(B).all()
+        results = {}
         for mode in ("fast", "accurate", "exact"):
-            C = matmul(A, B, mode=mode)
+            C = results[mode] = matmul(A, B, mode=mode)
+            plan = _plan(A, B, mode, None) if finite else None
             if mode == "exact":
                 ref = ref_exact
             elif finite:
-                plan = _plan(A, B, mode, None)
                 ref = reference.scaled_matmul(A, B, plan.beta_a, plan.beta_b)
             else:        # the special entries are IEEE's whatever the scaling
                 special = ~np.isfinite(ref_exact)
                 ref = np.where(special, ref_exact, C)
             diff = _same_bits(C, ref)
-            m = str(_plan(A, B, mode, None).num_moduli if finite else "-")
+            m = str(plan.num_moduli if finite else "-")
             rows.append(Row(name, mode, m, "bit-for-bit", diff, math.nan, "pass" if diff == 0 else "fail"))
-        ulps = reference.ulp_error(np.where(np.isfinite(ref_exact), matmul(A, B, mode="exact"), 0),
-                                   np.where(np.isfinite(A), A, 0), np.where(np.isfinite(B), B, 0))
-        worst = float(np.max(ulps[np.isfinite(ref_exact).ravel()], initial=0.0))
+        # ulp errors where the exact value is finite (its terms then hold no NaN/inf)
+        A0, B0 = np.where(np.isfinite(A), A, 0), np.where(np.isfinite(B), B, 0)
+        fin = np.isfinite(ref_exact)
+        worst = float(np.max(reference.ulp_error(np.where(fin, results["exact"], 0), A0, B0)[fin.ravel()],
+                             initial=0.0))
         with np.errstate(all="ignore"):
             native = A @ B
-        fin = np.isfinite(ref_exact) & np.isfinite(native)
-        nat = float(np.max(reference.ulp_error(np.where(fin, native, 0), np.where(np.isfinite(A), A, 0),
-                                               np.where(np.isfinite(B), B, 0))[fin.ravel()], initial=0.0))
+        fin &= np.isfinite(native)
+        nat = float(np.max(reference.ulp_error(np.where(fin, native, 0), A0, B0)[fin.ravel()], initial=0.0))
         rows.append(Row(name, "exact", "auto", "max ulp", worst, nat, "pass" if worst <= 0.5 else "fail"))
     return rows
 
