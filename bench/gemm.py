@@ -61,7 +61,8 @@ def run(sizes, modes, families, samples, repeats, emulated=True):
                 f = lambda: ozaki.matmul(dA, dB, mode=mode, num_moduli=nm)
                 t, _ = common.time_gpu(f, warmup=1, repeats=repeats)
                 C = cupy.asnumpy(f())
-                used = nm or (ozaki.default_num_moduli(mode, n) if mode != "exact" else None)
+                k = 2 * n if family == "complex" else n        # a complex row joins both parts
+                used = nm or (ozaki.default_num_moduli(mode, k) if mode != "exact" else None)
                 row = {"n": n, "family": family, "impl": f"ozaki_{mode}", "num_moduli": used,
                        "ms": t, "tflops": flops / t / 1e9, "ratio": t_native / t,
                        "dmmch": common.dmmch(C, A, B, entries)}

@@ -36,7 +36,6 @@ def demo(n, backend, samples=30):
     print(f"{'inputs':14s} {'method':22s} {'moduli':>6s} {'time ms':>9s} {'vs native':>9s} "
           f"{'DMMCH ratio':>12s} {'max ulp':>9s}")
     entries = [(int(i), int(j)) for i, j in zip(rng.integers(0, n, samples), rng.integers(0, n, samples))]
-    idx = tuple(np.array(entries).T)
     families = {"N(0,1)": lambda s: rng.standard_normal(s),
                 "exp(2 N(0,1))": lambda s: (rng.random(s) - 0.5) * np.exp(2 * rng.standard_normal(s))}
     for fname, gen in families.items():

@@ -28,7 +28,6 @@ uses array-module reductions); the backends implement ``residues``, ``gemm``
 and ``epilogue``.
 """
 
-import math
 from dataclasses import dataclass
 
 from . import crt

@@ -5,7 +5,6 @@ sampled entries; the defaults must be no worse than numpy's BLAS on the same
 inputs, over the families the defaults are promised for.
 """
 
-import numpy as np
 import pytest
 
 import ozaki

@@ -21,7 +21,6 @@ Precision knob: ``mode`` and ``num_moduli`` (keyword-only) are passed to the
 GEMMs; the default ``mode="exact"`` rounds each stage's output once, exactly.
 """
 
-import math
 
 import numpy as np
 
@@ -57,7 +56,7 @@ def _factor(N):
 
 def supported_length(N):
     """True when N points can be transformed (see the module docstring)."""
-    return N <= DIRECT_MAX or N <= DIRECT_ANY_MAX or _factor(N) is not None
+    return N <= DIRECT_ANY_MAX or _factor(N) is not None
 
 
 def _matmul(a, b, opts):

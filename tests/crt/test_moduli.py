@@ -1,4 +1,4 @@
-from math import gcd, log2, prod
+from math import gcd, prod
 
 import pytest
 
