@@ -25,15 +25,15 @@ def steps(n, mode, nm, repeats):
     Bt = cupy.ascontiguousarray(B.T)
     plan = scheme.make_plan(cupy, A, Bt, mode, nm, be)
     m = plan.num_moduli
-    ra = be.residues(A, plan.beta_a, plan.width, m)
-    rb = be.residues(Bt, plan.beta_b, plan.width, m)
+    ra = be.residues(A, plan.beta_a, plan.width, m, plan.nearest)
+    rb = be.residues(Bt, plan.beta_b, plan.width, m, plan.nearest)
     prod = be.gemm(ra, rb)[0]
     out = {}
     t = lambda f: common.time_gpu(f, warmup=1, repeats=repeats)[0]
     out["transpose B"] = t(lambda: cupy.ascontiguousarray(B.T))
     out["plan (scans, bound gemm)"] = t(lambda: scheme.make_plan(cupy, A, Bt, mode, nm, be))
-    out["residues A+B"] = t(lambda: (be.residues(A, plan.beta_a, plan.width, m),
-                                     be.residues(Bt, plan.beta_b, plan.width, m)))
+    out["residues A+B"] = t(lambda: (be.residues(A, plan.beta_a, plan.width, m, plan.nearest),
+                                     be.residues(Bt, plan.beta_b, plan.width, m, plan.nearest)))
     default = be.GEMM_BATCHED
     be.GEMM_BATCHED = True
     out["int8 gemms, strided-batched"] = t(lambda: be.gemm(ra, rb))

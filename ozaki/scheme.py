@@ -2,6 +2,7 @@
 
     scale     per row of A / column of B, a power-of-two bottom ``beta``: the
               integers are the digits floor(|x| / 2**beta) (mod 2**width), signed
+              (accurate mode rounds them to nearest instead)
     residues  of those integers modulo m pairwise-coprime moduli (int8)
     gemms     one exact int8 GEMM per modulus (and per slice pair)
     epilogue  CRT of each pair into exact limbs, Kulisch sum of the pairs,
@@ -28,6 +29,7 @@ uses array-module reductions); the backends implement ``residues``, ``gemm``
 and ``epilogue``.
 """
 
+import math
 from dataclasses import dataclass
 
 from . import crt
@@ -41,18 +43,22 @@ def _clog2(k):
 
 # Default moduli counts: keep DEFAULT_BITS_PER_SIDE bits of each row/column
 # maximum plus log2(k) for the growth of the product, and never fewer than
-# MIN_DEFAULT_MODULI.  That is 17 moduli for k <= 2**22.  Measured (exact DMMCH
-# ratio on sampled entries, tests/test_accuracy.py): 16 moduli match native
-# float64 on N(0,1), uniform and exp(phi N(0,1)) inputs with phi <= 1 but were
-# up to 1.6x worse than native on some phi = 2 draws; 17 were at most 0.2x of
-# native on all of them.  Wider spreads need more moduli or mode="exact".
-DEFAULT_BITS_PER_SIDE = 53
-MIN_DEFAULT_MODULI = 17
+# MIN_DEFAULT_MODULI[mode]: accurate 15 moduli for k <= 2**16, 16 up to 2**22;
+# fast 16.  Measured (exact DMMCH ratio on 40 sampled entries, native = numpy's
+# BLAS on the same inputs, bench/accuracy_counts.py):
+#   N(0,1), k = 16384: native 0.138; accurate 14: 0.59, 15: 0.056, 16: 0.012;
+#                      fast 15: 0.17, 16: 0.012
+#   exp(2 N(0,1)), k = 4096: native 4.56; accurate 15: 1.86, 16: 0.46;
+#                      fast 15: 4.77 (worse than native), 16: 0.55
+# tests/test_accuracy.py holds the defaults to native on more families.
+DEFAULT_BITS_PER_SIDE = 50
+MIN_DEFAULT_MODULI = {"accurate": 15, "fast": 16}
 
 
 def default_num_moduli(mode, k):
     """The moduli count ``mode`` uses for inner dimension k when none is given."""
-    return max(MIN_DEFAULT_MODULI, crt.num_moduli_for_bits(2 * DEFAULT_BITS_PER_SIDE + _clog2(k)))
+    return max(MIN_DEFAULT_MODULI.get(mode, 0),
+               crt.num_moduli_for_bits(2 * DEFAULT_BITS_PER_SIDE + _clog2(k)))
 
 
 # Exact slices are multiples of a limb wide, so pair shifts are whole limbs.
@@ -69,6 +75,7 @@ class Plan:
     slices_a: int
     slices_b: int
     flags: tuple = ()      # per-row flags of A and of B^T from scan_rows (NaN/inf: 1, zero: 2)
+    nearest: bool = False  # digits rounded to nearest (accurate mode), else truncated
 
 
 def _frexp_exponent(xp, v):
@@ -96,8 +103,28 @@ def plan_fast(xp, A, Bt, m, backend):
     return Plan("fast", m, None, beta_a, beta_b, 1, 1, (fa, fb))
 
 
+def _shifts_under(xp, v, bound):
+    """Per entry, the largest integer s with 2**s v <= bound (v >= 0 exact in float64).
+
+    From the exponents alone (v = f 2**r, bound = g 2**q, f and g in [0.5, 1)):
+    s = q - r, one less when f > g.  Exact integer work, the same on every backend.
+    """
+    f, r = xp.frexp(v)
+    g, q = math.frexp(bound)
+    return q - r.astype(xp.int64) - (f > g).astype(xp.int64)
+
+
 def plan_accurate(xp, A, Bt, m, backend, parts=1, batch=1):
     """Bottoms from M = ceil6(|A|) ceil6(|B|) >= sum_k |A||B| 2**(eA + eB) (one int8 GEMM).
+
+    Row i of A gets t_i = floor(s_i / 2) bits above its 6-bit scale, where s_i is
+    the largest integer with 2**s_i max_j M_ij <= crt_bound; columns of B alike.
+    Then 2**(t_i + u_j) M_ij <= crt_bound for every (i, j), since M_ij is at most
+    the geometric mean of its row and column maxima.
+
+    Digits are rounded to nearest (half the error of truncating) when every
+    t_i >= 0 is sure, i.e. k 2**12 <= crt_bound: then c 2**t is an integer
+    >= |x| 2**(e + t), so the rounded digit is still at most c 2**t.
 
     parts=2 (complex: A = [Re | Im] side by side): 5-bit ceilings of both parts
     are added, c(|re|) + c(|im|) <= 64, so M bounds sum (|re|+|im|)(|re|+|im|),
@@ -105,24 +132,22 @@ def plan_accurate(xp, A, Bt, m, backend, parts=1, batch=1):
     batch > 1: A and Bt hold ``batch`` matrices' rows one after another; the
     bound GEMM and its maxima stay inside each matrix.
     """
-    L = crt.usable_bits(m)
+    bound = crt.crt_bound_float(m)
+    k = A.shape[1] // parts
 
     def ceilings(X):
         _, flags, e, hat, _ = backend.scan_rows(X, 7 - parts, hat=True)
         if parts == 2:
-            k = X.shape[1] // 2
             hat = hat[:, :k] + hat[:, k:2 * k]
         return flags, e, hat
 
     fa, ea, ahat = ceilings(A)
     fb, eb, bhat = ceilings(Bt)
-    M = backend.gemm(ahat[None], bhat[None], batch)[:, 0]          # exact: < k * 2**12
-    r = _frexp_exponent(xp, xp.max(M, axis=2).astype(xp.float64)).reshape(-1)  # M_ij < 2**r_i
-    c = _frexp_exponent(xp, xp.max(M, axis=1).astype(xp.float64)).reshape(-1)  # M_ij < 2**c_j
-    # t_i + u_j + min(r_i, c_j) <= L, so sum |A'||B'| <= 2**(t+u) M_ij < 2**L.
-    t = (L - r) // 2
-    u = (L - c) // 2
-    return Plan("accurate", m, None, -(ea + t), -(eb + u), 1, 1, (fa, fb))
+    M = backend.gemm(ahat[None], bhat[None], batch)[:, 0]          # exact: <= k * 2**12
+    t = _shifts_under(xp, xp.max(M, axis=2).astype(xp.float64).reshape(-1), bound) // 2
+    u = _shifts_under(xp, xp.max(M, axis=1).astype(xp.float64).reshape(-1), bound) // 2
+    nearest = k * 2 ** 12 <= bound
+    return Plan("accurate", m, None, -(ea + t), -(eb + u), 1, 1, (fa, fb), nearest)
 
 
 def _row_bits(xp, backend, X):
@@ -194,7 +219,8 @@ def make_plan(xp, A, Bt, mode, num_moduli, backend, parts=1, batch=1):
 
 def _residue_slices(X, beta, plan, count, backend):
     w = plan.width or 0
-    return [backend.residues(X, beta + t * w, plan.width, plan.num_moduli) for t in range(count)]
+    return [backend.residues(X, beta + t * w, plan.width, plan.num_moduli, plan.nearest)
+            for t in range(count)]
 
 
 def blocks(m, n, k, plan, workspace):

@@ -112,7 +112,7 @@ def check_bits(rng, p, matmul):
             if mode == "exact":
                 ref = ref_exact
             elif finite:
-                ref = reference.scaled_matmul(A, B, plan.beta_a, plan.beta_b)
+                ref = reference.scaled_matmul(A, B, plan.beta_a, plan.beta_b, nearest=plan.nearest)
             else:        # the special entries are IEEE's whatever the scaling
                 special = ~np.isfinite(ref_exact)
                 ref = np.where(special, ref_exact, C)

@@ -37,8 +37,8 @@ def scaled_complex(A, B, mode, nm):
     Bc = np.hstack([B.real.T, B.imag.T])
     p = scheme.make_plan(np, Ac, Bc, mode, nm, numpy_backend, parts=2)
     (xr, yr), (xi, yi) = reference.complex_as_real(A, B)
-    re = reference.scaled_matmul(xr, yr, p.beta_a, p.beta_b)
-    im = reference.scaled_matmul(xi, yi, p.beta_a, p.beta_b)
+    re = reference.scaled_matmul(xr, yr, p.beta_a, p.beta_b, nearest=p.nearest)
+    im = reference.scaled_matmul(xi, yi, p.beta_a, p.beta_b, nearest=p.nearest)
     out = np.empty(re.shape, complex)
     out.real, out.imag = re, im
     return out

@@ -27,13 +27,15 @@ def check_mode(A, B, mode, nm=None):
         ref = reference.exact_matmul(A, B)
     else:
         p = plan_of(A, B, mode, nm)
-        ref = reference.scaled_matmul(A, B, p.beta_a, p.beta_b)
-        # The exactness precondition of the CRT: |A'B'| < 2**usable_bits.
-        Ai = reference.scaled_integers(A, p.beta_a, 1)
-        Bi = reference.scaled_integers(B, p.beta_b, 0)
+        ref = reference.scaled_matmul(A, B, p.beta_a, p.beta_b, nearest=p.nearest)
+        # The exactness precondition of the CRT: |A'B'| <= crt_bound.
+        Ai = reference.scaled_integers(A, p.beta_a, 1, p.nearest)
+        Bi = reference.scaled_integers(B, p.beta_b, 0, p.nearest)
         bound = max((sum(abs(a) * abs(Bi[k][j]) for k, a in enumerate(row))
                      for row in Ai for j in range(B.shape[1])), default=0)
-        assert bound < 2 ** crt.usable_bits(p.num_moduli)
+        assert bound <= crt.crt_bound(p.num_moduli)
+        if p.mode == "fast":
+            assert bound < 2 ** crt.usable_bits(p.num_moduli)
     assert same_bits(C, ref)
     return C
 

@@ -97,7 +97,7 @@ def _padded(k):
     return -(-k // K_PAD) * K_PAD
 
 
-def residues(x, beta, width, m):
+def residues(x, beta, width, m, nearest=False):
     """int8 residues (m, rows, kpad) of the slice digits of x; kpad = k rounded up to 16."""
     rows, k = x.shape
     kpad = _padded(k)
@@ -107,7 +107,7 @@ def residues(x, beta, width, m):
     grid, block = _grid(rows * kpad // 4)
     kern(grid, block, (cupy.ascontiguousarray(x, dtype=cupy.float64), np.int64(rows), np.int64(k),
                        np.int64(kpad), cupy.ascontiguousarray(beta, dtype=cupy.int64),
-                       np.int32(width or 0), moduli, inv, pow2, out))
+                       np.int32(width or 0), np.int32(bool(nearest)), moduli, inv, pow2, out))
     return out
 
 

@@ -72,16 +72,21 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False):
     return amax, flags, e, c, sumsq
 
 
-def digits(x, beta, width):
+def digits(x, beta, width, nearest=False):
     """The slice of |x| above 2**beta (per row), as q * 2**s with q < 2**53 and s >= 0.
 
-    digit = floor(|x| / 2**beta) mod 2**width (no mod when width is None).
+    digit = floor(|x| / 2**beta) mod 2**width (no mod when width is None);
+    nearest (width None only): floor(|x| / 2**beta + 1/2) instead.
     Returns (negative, q, s).
     """
     negative, mant, e = split(x)
     d = e - beta[:, None]
     right = np.minimum(np.maximum(-d, 0), 63)               # bits that fall below the slice
-    q = mant >> right
+    if nearest:
+        # half up on the magnitude: add the highest dropped bit; < 2**53 still
+        q = np.where(right > 0, ((mant >> np.maximum(right - 1, 0)) + 1) >> 1, mant)
+    else:
+        q = mant >> right
     s = np.maximum(d, 0)
     if width is not None:
         keep = width - s                                    # bits of q that stay inside the slice
@@ -90,9 +95,9 @@ def digits(x, beta, width):
     return negative, q, s
 
 
-def residues(x, beta, width, m):
+def residues(x, beta, width, m, nearest=False):
     """Symmetric residues of the slice digits of x modulo the first m moduli: int8 (m, rows, k)."""
-    negative, q, s = digits(x, beta, width)
+    negative, q, s = digits(x, beta, width, nearest)
     table = pow2_table(m)
     out = np.empty((m,) + x.shape, dtype=np.int8)
     for i, p in enumerate(_moduli(m)):

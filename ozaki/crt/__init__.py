@@ -1,10 +1,10 @@
 """Moduli tables, CRT reconstruction and the Kulisch accumulator (exact integer arithmetic)."""
 
 from . import kulisch
-from .moduli import (CRT_MARGIN_BITS, check_table, max_num_moduli, moduli,
-                     num_moduli_for_bits, product, usable_bits)
+from .moduli import (CRT_SLACK_BITS, check_table, crt_bound, crt_bound_float, max_num_moduli,
+                     moduli, num_moduli_for_bits, product, usable_bits)
 from .reconstruct import CRTConstants, crt_constants, reconstruct, symmetric
 
-__all__ = ["kulisch", "CRT_MARGIN_BITS", "check_table", "max_num_moduli", "moduli",
+__all__ = ["kulisch", "CRT_SLACK_BITS", "check_table", "crt_bound", "crt_bound_float", "max_num_moduli", "moduli",
            "num_moduli_for_bits", "product", "usable_bits", "CRTConstants",
            "crt_constants", "reconstruct", "symmetric"]

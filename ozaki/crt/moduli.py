@@ -9,17 +9,20 @@ same table).
 """
 
 from functools import lru_cache
+import math
 from math import gcd, prod
 
-__all__ = ["MAX_MODULUS", "moduli", "max_num_moduli", "product", "usable_bits",
-           "num_moduli_for_bits", "check_table"]
+__all__ = ["MAX_MODULUS", "moduli", "max_num_moduli", "product", "crt_bound", "crt_bound_float",
+           "usable_bits", "num_moduli_for_bits", "check_table"]
 
 MAX_MODULUS = 256
 
 # The CRT step lifts the sum S = sum_i r_i c_i into (-P/2, P/2] with a
-# quotient q = rint(S / P) computed in float64; that is exact when the true
-# value is far from +-P/2.  Every mode keeps |C'| < 2**usable_bits <= P / 16.
-CRT_MARGIN_BITS = 4
+# quotient q = rint(S / P) computed in float64.  S / P is off an integer by
+# |x| / P, and its float64 error is below 2**-36 (reconstruct.py), so the
+# quotient is exact whenever |x| / P stays 2**-20 short of 1/2: every mode
+# keeps |C'| <= crt_bound(m) = P/2 - P/2**20.
+CRT_SLACK_BITS = 20
 
 
 @lru_cache(maxsize=None)
@@ -49,12 +52,24 @@ def product(m):
     return prod(moduli(m))
 
 
-def usable_bits(m):
-    """Bits L such that an integer product bounded by 2**L reconstructs exactly.
+@lru_cache(maxsize=None)
+def crt_bound(m):
+    """The largest |x| (a Python int) that the CRT of ``m`` moduli reconstructs exactly."""
+    P = product(m)
+    return (P >> 1) - (P >> CRT_SLACK_BITS) - 1          # <= P/2 - P/2**20
 
-    L = floor(log2 P) - CRT_MARGIN_BITS, so 2**L <= P / 16.
-    """
-    return product(m).bit_length() - 1 - CRT_MARGIN_BITS
+
+@lru_cache(maxsize=None)
+def crt_bound_float(m):
+    """crt_bound(m) as a float64, rounded down (so x <= this bounds x <= crt_bound)."""
+    b = crt_bound(m)
+    f = float(b)
+    return math.nextafter(f, 0.0) if int(f) > b else f
+
+
+def usable_bits(m):
+    """Bits L such that an integer product bounded by 2**L reconstructs exactly: 2**L <= crt_bound(m)."""
+    return crt_bound(m).bit_length() - 1
 
 
 def num_moduli_for_bits(bits):

@@ -5,9 +5,9 @@ Then x = sum_i r_i c_i (mod P) for residues r_i = x mod p_i.  We form the sum
 S = sum_i r_i c_i exactly in limbs (symmetric |r_i| <= 128, so no carry is
 needed until the end), and lift it into (-P/2, P/2] by subtracting q P with
 q = rint(S / P).  The quotient is computed in float64 from the limbs; it is
-exact because every caller guarantees |x| < P / 16 (see moduli.CRT_MARGIN_BITS):
-S / P is then within 1/16 of an integer, while the float64 error of S / P is
-below m * 128 * L * 2**-52, many orders of magnitude smaller.
+exact because every caller guarantees |x| <= moduli.crt_bound(m) = P/2 - P/2**20:
+S / P is then at least 2**-20 short of a half-integer, while its float64 error
+is below m * 128 * (L + 2) * 2**-52 < 2**-36 (|S| < 128 m P; L + 2 roundings).
 """
 
 from dataclasses import dataclass
@@ -57,7 +57,7 @@ def reconstruct(residues, m):
     """Exact x from its residues modulo the first ``m`` moduli; normalized limbs.
 
     ``residues``: integer array of shape (m, ...), any representatives (they are
-    reduced here).  The true value must satisfy |x| < P / 16.
+    reduced here).  The true value must satisfy |x| <= crt_bound(m).
     """
     k = crt_constants(m)
     r = np.stack([symmetric(residues[i].astype(np.int64), p) for i, p in enumerate(k.moduli)])

@@ -61,10 +61,11 @@ def exact_matmul(A, B, entries=None):
     return np.array([exact_dot(A[i], B[:, j]) for i, j in entries])
 
 
-def scaled_integers(X, beta, axis):
+def scaled_integers(X, beta, axis, nearest=False):
     """The integers sign(x) floor(|x| / 2**beta) of a mode's scaling, as Python ints.
 
-    ``beta`` per row (axis=1: rows of X are scaled) or per column (axis=0).
+    ``beta`` per row (axis=1: rows of X are scaled) or per column (axis=0);
+    nearest: sign(x) floor(|x| / 2**beta + 1/2) (the accurate mode's rounding).
     """
     X = np.asarray(X, dtype=np.float64)
     beta = [int(b) for b in np.asarray(beta).tolist()]
@@ -74,22 +75,24 @@ def scaled_integers(X, beta, axis):
         for j in range(X.shape[1]):
             f = abs(Fraction(float(X[i, j])))
             bb = beta[i] if axis == 1 else beta[j]
-            v = math.floor(f / Fraction(2) ** bb)
+            v = math.floor(f / Fraction(2) ** bb + (Fraction(1, 2) if nearest else 0))
             row.append(-v if X[i, j] < 0 else v)
         out.append(row)
     return out
 
 
-def scaled_matmul(A, B, beta_a, beta_b, entries=None):
+def scaled_matmul(A, B, beta_a, beta_b, entries=None, nearest=False):
     """RN(A'B' 2**(beta_a_i + beta_b_j)) for the scaled integers A', B' (finite inputs).
+
+    ``nearest``: the integers are rounded to nearest (see scaled_integers).
 
     The bit-for-bit reference of every mode: what the pipeline must return
     given its own scaling, computed here in Python ints.
     """
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
-    Ai = scaled_integers(A, beta_a, axis=1)
-    Bi = scaled_integers(B, beta_b, axis=0)
+    Ai = scaled_integers(A, beta_a, axis=1, nearest=nearest)
+    Bi = scaled_integers(B, beta_b, axis=0, nearest=nearest)
     ba = [int(b) for b in np.asarray(beta_a).tolist()]
     bb = [int(b) for b in np.asarray(beta_b).tolist()]
     n = len(Bi[0]) if Bi else 0

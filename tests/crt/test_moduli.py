@@ -1,3 +1,4 @@
+from fractions import Fraction
 from math import gcd, prod
 
 import pytest
@@ -34,7 +35,11 @@ def test_usable_bits(m):
     P = prod(crt.moduli(m))
     assert crt.product(m) == P
     L = crt.usable_bits(m)
-    assert 2 ** L * 16 <= P < 2 ** (L + 5) * 16
+    bound = crt.crt_bound(m)
+    assert 2 ** L <= bound < 2 ** (L + 1)
+    # The quotient rint(S / P) needs |x| / P at least 2**-20 short of 1/2.
+    assert Fraction(bound, P) <= Fraction(1, 2) - Fraction(1, 2 ** 20)
+    assert crt.crt_bound_float(m) <= bound
     assert crt.num_moduli_for_bits(L) <= m
 
 

@@ -8,8 +8,8 @@ from ozaki.crt import kulisch
 @st.composite
 def values_in_range(draw):
     m = draw(st.integers(1, crt.max_num_moduli()))
-    bound = crt.product(m) // 16
-    xs = draw(st.lists(st.integers(-bound + 1, bound - 1) | st.sampled_from([0, 1, -1, bound - 1, -bound + 1]),
+    bound = crt.crt_bound(m)          # the edge of what the lift must get right
+    xs = draw(st.lists(st.integers(-bound, bound) | st.sampled_from([0, 1, -1, bound, -bound, bound - 1]),
                        min_size=1, max_size=20))
     return m, xs
 

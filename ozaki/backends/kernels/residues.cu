@@ -1,8 +1,8 @@
 // Scaling and residue split in one pass: float64 rows -> int8 residues of every modulus.
 //
 // The same arithmetic as ozaki/backends/numpy_backend.py (split, digits,
-// residues): the slice digit of |x| above 2**beta[row], modulo 2**width when
-// width > 0, as q * 2**s with q < 2**53; its residue (q mod p)(2**s mod p) mod p,
+// residues): the slice digit of |x| above 2**beta[row] (rounded to nearest
+// when ``nearest``, else truncated), modulo 2**width when width > 0, as q * 2**s with q < 2**53; its residue (q mod p)(2**s mod p) mod p,
 // negated for negative x, in the symmetric range [-floor(p/2), ceil(p/2) - 1].
 //
 // out has shape (nmod, rows, kpad), row-major; columns k..kpad-1 are zero so
@@ -17,7 +17,7 @@
 
 #include "modular.cuh"
 
-__device__ __forceinline__ void digit(double x, long long beta, int width,
+__device__ __forceinline__ void digit(double x, long long beta, int width, int nearest,
                                       bool &negative, unsigned long long &q, int &s) {
     long long bits = __double_as_longlong(x);
     negative = bits < 0;
@@ -30,7 +30,8 @@ __device__ __forceinline__ void digit(double x, long long beta, int width,
     long long d = e - beta;
     long long right = d < 0 ? -d : 0;
     if (right > 63) right = 63;
-    q = mant >> right;
+    // nearest (accurate mode, width 0): half up on the magnitude, still < 2**53
+    q = (nearest && right > 0) ? ((mant >> (right - 1)) + 1) >> 1 : mant >> right;
     long long sh = d > 0 ? d : 0;
     if (width > 0) {
         long long keep = width - sh;
@@ -43,6 +44,7 @@ __device__ __forceinline__ void digit(double x, long long beta, int width,
 
 extern "C" __global__ void residues(const double* __restrict__ x, long long rows, long long k,
                                     long long kpad, const long long* __restrict__ beta, int width,
+                                    int nearest,
                                     const double* __restrict__ moduli,
                                     const double* __restrict__ inv_moduli,
                                     const double* __restrict__ pow2,     // (NMOD, MAX_SHIFT)
@@ -61,7 +63,7 @@ extern "C" __global__ void residues(const double* __restrict__ x, long long rows
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             double v = (col + j < k) ? x[row * k + col + j] : 0.0;
-            digit(v, b, width, neg[j], q[j], s[j]);
+            digit(v, b, width, nearest, neg[j], q[j], s[j]);
         }
         // Digits below 2**77 (s <= 24: every digit of the fast and accurate
         // modes at the default counts) split exactly as hi 2**32 + lo with
