@@ -1,31 +1,44 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: GPU tests, the time split, the GEMM benchmark and the
+# One call on the GPU machine: GPU tests, the time split, the GEMM benchmark, FFT and the
 # verification suite with its report; everything in $OUT/results.tgz, a short table last.
 # Usage (device tool): OZAKI_COMMIT=<sha> bash bench/device_run.sh [quick|full]
+#   quick  GPU tests, time split with GEMM probes, GEMM n = 8192, 16384   (about 5 min)
+#   full   all of it: GEMM n = 1024..16384, ZGEMM, FFT, verify --profile full  (about 9 min)
 set -u
 OUT=${OUT:-bench/results/out}
 W=$(mktemp -d)
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 profile=${1:-full}
-sizes="4096 8192"
-[ "$profile" = full ] && sizes="1024 2048 4096 8192 16384"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$W/device.txt"
-timeout 150 python3 -m pytest -q -m gpu tests -p no:cacheprovider --junitxml="$W/gpu_tests.xml" > "$W/gpu_tests.txt" 2>&1
-timeout 40 python3 -m bench.steps --sizes 4096 8192 16384 --out "$W/steps.json" > "$W/steps.txt" 2>&1
-timeout 130 python3 -m bench.gemm --sizes $sizes --families normal \
-    --modes accurate accurate:16 accurate:15 fast:16 exact --out "$W/gemm.json" > "$W/gemm.txt" 2>&1
-timeout 30 python3 -m bench.gemm --sizes 16384 --families phi1 --no-emulated \
-    --modes accurate accurate:16 exact --out "$W/gemm_phi1.json" > "$W/gemm_phi1.txt" 2>&1
-timeout 40 python3 -m bench.gemm --sizes 4096 8192 --families complex --no-emulated --samples 12 \
-    --modes accurate accurate:16 --out "$W/zgemm.json" > "$W/zgemm.txt" 2>&1
-timeout 50 python3 -m bench.fft --sizes 65536 1048576 --cubes 128 256 --repeats 2 --out "$W/fft.json" > "$W/fft.txt" 2>&1
-timeout 40 python3 -m ozaki verify --profile short --report "$W/report" \
-    --bench-results "$W/gemm.json" > "$W/verify.txt" 2>/dev/null
+stage() {   # stage NAME SECONDS CMD...: run with a time limit, log to $W/NAME.txt
+    local name=$1 limit=$2; shift 2
+    local t0=$(date +%s)
+    timeout "$limit" "$@" > "$W/$name.txt" 2>&1
+    echo "$name: rc=$? $(( $(date +%s) - t0 )) s" >> "$W/stages.txt"
+}
+nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit,clocks.max.sm --format=csv,noheader > "$W/device.txt"
+modes="accurate accurate:15 accurate:14 fast fast:15 exact"
+if [ "$profile" = quick ]; then
+    stage gpu_tests 170 python3 -m pytest -q --maxfail=5 -m gpu tests -p no:cacheprovider
+    stage steps 60 python3 -m bench.steps --sizes 8192 16384 --probes --out "$W/steps.json"
+    stage gemm 150 python3 -m bench.gemm --sizes 8192 16384 --families normal --modes $modes --out "$W/gemm.json"
+else
+    stage gpu_tests 150 python3 -m pytest -q -m gpu tests -p no:cacheprovider --junitxml="$W/gpu_tests.xml"
+    stage steps 50 python3 -m bench.steps --sizes 4096 8192 16384 --out "$W/steps.json"
+    stage gemm 150 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal \
+        --modes $modes --out "$W/gemm.json"
+    stage gemm_phi1 30 python3 -m bench.gemm --sizes 16384 --families phi1 --no-emulated \
+        --modes accurate accurate:15 exact --out "$W/gemm_phi1.json"
+    stage zgemm 40 python3 -m bench.gemm --sizes 2048 4096 8192 --families complex --no-emulated --samples 12 \
+        --modes accurate accurate:15 --out "$W/zgemm.json"
+    stage fft 60 python3 -m bench.fft --sizes 65536 1048576 --cubes 128 256 --repeats 2 --out "$W/fft.json"
+    stage verify 90 python3 -m ozaki verify --profile full --report "$W/report" --bench-results "$W/gemm.json"
+fi
 tar czf "$OUT/results.tgz" -C "$W" .
 {
-echo "== GPU tests =="; tail -3 "$W/gpu_tests.txt"
+echo "== stages =="; cat "$W/stages.txt"
+echo "== GPU tests =="; grep -E "passed|failed|Error" "$W/gpu_tests.txt" | tail -5
 echo "== time split =="; cat "$W/steps.txt"
-echo "== GEMM =="; cat "$W/gemm.txt" "$W/gemm_phi1.txt" "$W/zgemm.txt"
-echo "== FFT =="; cat "$W/fft.txt"
-echo "== verify =="; grep -E "fail|verify:" "$W/verify.txt" | tail -8
+echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
+[ -f "$W/fft.txt" ] && { echo "== FFT =="; cat "$W/fft.txt"; }
+[ -f "$W/verify.txt" ] && { echo "== verify =="; grep -E "FAIL|fail|verify:" "$W/verify.txt" | tail -8; }
 } | tee "$OUT/summary.txt"

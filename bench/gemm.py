@@ -87,8 +87,10 @@ print(json.dumps({"ms": t, "C_sample": [float(C[i, j]) for i, j in common.sample
 
 
 def cublas_emulated(n, samples):
-    """cuBLAS's own FP64 emulation (CUBLAS_EMULATE_DOUBLE_PRECISION=1), timed in a subprocess."""
-    env = dict(os.environ, CUBLAS_EMULATE_DOUBLE_PRECISION="1")
+    """cuBLAS's own FP64 emulation, timed in a subprocess: CUBLAS_EMULATE_DOUBLE_PRECISION=1 turns it
+    on, CUBLAS_EMULATION_STRATEGY=eager makes cuBLAS use it even where its heuristic expects native
+    DGEMM to be faster (the default, "performant", ran native DGEMM on the H200)."""
+    env = dict(os.environ, CUBLAS_EMULATE_DOUBLE_PRECISION="1", CUBLAS_EMULATION_STRATEGY="eager")
     r = subprocess.run([sys.executable, "-c", EMULATED, str(n), "normal", str(samples)], env=env,
                        capture_output=True, text=True, timeout=300)
     if r.returncode != 0:

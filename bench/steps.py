@@ -16,7 +16,25 @@ from bench import common
 from ozaki import scheme
 
 
-def steps(n, mode, nm, repeats):
+def _gemm_probes(be, ra, rb, m, n, t):
+    """Other ways to run the same int8 products, to see what the GEMM rate depends on:
+    output blocks of n/2 x n/2 (four calls per modulus), and torch._int_mm (cuBLASLt)."""
+    import cupy
+    h = n // 2
+    blocks = [(ra[:, i:i + h], rb[:, j:j + h]) for i in (0, h) for j in (0, h)]
+    blocks = [(cupy.ascontiguousarray(a), cupy.ascontiguousarray(b)) for a, b in blocks]
+    out = {"int8 gemms, 2x2 output blocks": t(lambda: [be.gemm(a, b) for a, b in blocks])}
+    try:
+        import torch
+        ta = torch.as_tensor(ra[0], device="cuda")
+        tb = torch.as_tensor(rb[0], device="cuda").t()       # (k, n) column-major view
+        out["torch._int_mm x moduli"] = t(lambda: [torch._int_mm(ta, tb) for _ in range(m)])
+    except Exception as exc:                                 # torch absent or too old
+        print("torch._int_mm probe skipped:", exc)
+    return out
+
+
+def steps(n, mode, nm, repeats, probes=False):
     import cupy
     from ozaki.backends import cupy_backend as be
     rng = np.random.default_rng(7)
@@ -40,13 +58,15 @@ def steps(n, mode, nm, repeats):
     be.GEMM_BATCHED = False
     out["int8 gemms, a call each"] = t(lambda: be.gemm(ra, rb))
     be.GEMM_BATCHED = default
+    if probes:
+        out.update(_gemm_probes(be, ra, rb, m, n, t))
     out["epilogue"] = t(lambda: be.epilogue([prod], [0], m, plan.beta_a, plan.beta_b))
     out["total matmul"] = t(lambda: ozaki.matmul(A, B, mode=mode, num_moduli=nm))
     out["native dgemm"] = t(lambda: A @ B)
-    gemm_tops = m * 2.0 * n ** 3 / min(out["int8 gemms, strided-batched"], out["int8 gemms, a call each"]) / 1e9
+    gemm_ms = min(v for key, v in out.items() if key.startswith(("int8 gemms", "torch")))
     bytes_res = 2 * n * n * (8 + m)
     bytes_epi = n * n * (4 * m + 8)
-    return {"n": n, "mode": mode, "num_moduli": m, "ms": out, "int8_tops": gemm_tops,
+    return {"n": n, "mode": mode, "num_moduli": m, "ms": out, "int8_tops": m * 2.0 * n ** 3 / gemm_ms / 1e9,
             "residues_GBps": bytes_res / out["residues A+B"] / 1e6,
             "epilogue_GBps": bytes_epi / out["epilogue"] / 1e6}
 
@@ -57,11 +77,12 @@ def main(argv=None):
     ap.add_argument("--mode", default="accurate")
     ap.add_argument("--num-moduli", type=int, default=None)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--probes", action="store_true", help="also time other GEMM layouts and libraries")
     ap.add_argument("--out", default="bench/results/steps.json")
     a = ap.parse_args(argv)
     rows = []
     for n in a.sizes:
-        r = steps(n, a.mode, a.num_moduli, a.repeats)
+        r = steps(n, a.mode, a.num_moduli, a.repeats, a.probes)
         rows.append(r)
         print(f"n={n} mode={r['mode']} m={r['num_moduli']}  int8 {r['int8_tops']:.0f} TOPS, "
               f"residues {r['residues_GBps']:.0f} GB/s, epilogue {r['epilogue_GBps']:.0f} GB/s")

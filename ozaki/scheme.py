@@ -380,6 +380,8 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None):
     mods = 49 * 4 if mode == "exact" else 22
     per_matrix = ((m + n) * (k + 16) + m * n * 8) * mods * (3 if complex_ else 1)
     step = max(1, min(batch, workspace // max(per_matrix, 1)))
+    if step == batch:                  # one piece: its result is the output (no copy)
+        return _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_)
     for g0 in range(0, batch, step):
         out[g0:g0 + step] = _stack_piece(A[g0:g0 + step], B[g0:g0 + step], mode, num_moduli, backend,
                                          workspace, complex_)

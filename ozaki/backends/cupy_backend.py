@@ -63,26 +63,44 @@ def _source(name):
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(file, function, defines, device):
-    """A compiled kernel, memoized per (source, defines, device)."""
+def _kernel(file, function, defines, device, tables=None):
+    """A compiled kernel, memoized per (source, defines, device, constant tables)."""
     header = "".join(f"#define {k} {v}\n" for k, v in defines)
+    if tables is not None:
+        header += _constant_tables(*tables)
     module = cupy.RawModule(code=header + _source(file), options=("-std=c++17", f"-I{_KERNELS}"))
     return module.get_function(function)
 
 
-@functools.lru_cache(maxsize=None)
-def _tables(m, device):
-    """Device copies (float64: the kernels' modular arithmetic is FP64) of the
-    moduli, their reciprocals and the 2**s mod p table."""
-    ps = np.array(_moduli(m), dtype=np.float64)
-    return (cupy.asarray(ps), cupy.asarray(1.0 / ps),
-            cupy.asarray(numpy_backend.pow2_table(m).astype(np.float64)))
+def _array(ctype, name, values):
+    """A __constant__ array definition; doubles as exact hexadecimal literals."""
+    text = lambda v: float(v).hex() if ctype == "double" else f"{int(v)}LL"
+    return f"__constant__ {ctype} {name} = {{{', '.join(text(v) for v in values)}}};\n"
 
 
 @functools.lru_cache(maxsize=None)
-def _crt_tables(m, device):
-    k = crt_constants(m)
-    return cupy.asarray(k.c_limbs.astype(np.float64)), cupy.asarray(k.P_limbs)
+def _constant_tables(m, crt=False):
+    """The moduli's constants as compile-time tables, so the kernels' fully
+    unrolled loops read them as constant-bank operands instead of loads:
+    MOD_P, MOD_INV (1/p rounded), MOD_C26, MOD_C52 (2**26, 2**52 mod p), and
+    with ``crt`` the CRT limbs CRT_C[i][l], CRT_P[l] and CRT_INV_P."""
+    ps = _moduli(m)
+    src = (_array("double", "MOD_P[]", ps) + _array("double", "MOD_INV[]", [1.0 / p for p in ps])
+           + _array("double", "MOD_C26[]", [pow(2, 26, p) for p in ps])
+           + _array("double", "MOD_C52[]", [pow(2, 52, p) for p in ps]))
+    if crt:
+        k = crt_constants(m)
+        src += (f"__constant__ double CRT_C[{m}][{k.L}] = {{"
+                + ", ".join("{" + ", ".join(float(c).hex() for c in row) + "}" for row in k.c_limbs) + "};\n"
+                + _array("long long", "CRT_P[]", k.P_limbs)
+                + f"#define CRT_INV_P {(1.0 / k.P_float).hex()}\n")
+    return src
+
+
+@functools.lru_cache(maxsize=None)
+def _pow2(m, device):
+    """The 2**s mod p table (float64: the kernels' modular arithmetic is FP64)."""
+    return cupy.asarray(numpy_backend.pow2_table(m).astype(np.float64))
 
 
 def _device():
@@ -102,12 +120,11 @@ def residues(x, beta, width, m, nearest=False):
     rows, k = x.shape
     kpad = _padded(k)
     out = cupy.empty((m, rows, kpad), dtype=cupy.int8)
-    moduli, inv, pow2 = _tables(m, _device())
-    kern = _kernel("residues.cu", "residues", (("NMOD", m),), _device())
-    grid, block = _grid(rows * kpad // 4)
+    kern = _kernel("residues.cu", "residues", (("NMOD", m),), _device(), (m,))
+    grid, block = _grid(rows * kpad // 8)
     kern(grid, block, (cupy.ascontiguousarray(x, dtype=cupy.float64), np.int64(rows), np.int64(k),
                        np.int64(kpad), cupy.ascontiguousarray(beta, dtype=cupy.int64),
-                       np.int32(width or 0), np.int32(bool(nearest)), moduli, inv, pow2, out))
+                       np.int32(width or 0), np.int32(bool(nearest)), _pow2(m, _device()), out))
     return out
 
 
@@ -180,16 +197,16 @@ def epilogue(products, shifts, m, beta_a, beta_b):
     prod = cupy.ascontiguousarray(prod)
     npairs, _, rows, cols = prod.shape
     lacc = k.L + max(shifts) + 1
-    defines = (("PROD_T", "int" if prod.dtype == cupy.int32 else "long long"),
+    int32 = prod.dtype == cupy.int32
+    vec = 4 if int32 and (rows * cols) % 4 == 0 else 1      # one 16-byte load per modulus
+    defines = (("PROD_T", "int" if int32 else "long long"), ("VEC", vec),
                ("NMOD", m), ("LP", k.L), ("LACC", k.L if npairs == 1 else lacc))
     if npairs == 1:
         defines += (("SINGLE_PAIR", 1),)
-    kern = _kernel("epilogue.cu", "epilogue", defines, _device())
-    c_limbs, P_limbs = _crt_tables(m, _device())
+    kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
     out = cupy.empty((rows, cols), dtype=cupy.float64)
-    grid, block = _grid(rows * cols, 128)
+    grid, block = _grid(rows * cols // vec, 128)
     kern(grid, block, (prod, np.int32(npairs), np.int64(rows), np.int64(cols),
-                       *_tables(m, _device())[:2], c_limbs, P_limbs, np.float64(1.0 / k.P_float),
                        cupy.asarray(np.array(shifts, dtype=np.int32)),
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
                        cupy.ascontiguousarray(beta_b, dtype=cupy.int64), out))

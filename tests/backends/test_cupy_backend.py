@@ -124,3 +124,52 @@ def test_stack_same_bits(rng, mode):
     A, B = inputs.wide(rng, (6, 40, 70), 10), inputs.wide(rng, (6, 70, 30), 10)
     cpu, gpu = both(A, B, mode=mode)
     assert same_bits(cpu, gpu)
+
+
+# The kernels' steps one by one against the numpy backend's, on adversarial data.
+
+@pytest.mark.parametrize("m", [1, 7, 16, 49])
+@pytest.mark.parametrize("width,nearest", [(None, False), (None, True), (64, False)])
+def test_residues_kernel(rng, m, width, nearest):
+    import cupy
+    from ozaki.backends import cupy_backend, numpy_backend
+    rows, k = 37, 203                                   # k not a multiple of the 8-column groups
+    x = inputs.wide(rng, (rows, k), 300)
+    x[0, :5] = [0.0, -0.0, 5e-324, -2.2250738585072014e-308, np.inf]
+    x[1] = np.nextafter(2.0 ** rng.integers(-40, 40, k), 0) * rng.choice([-1, 1], k)   # all-ones mantissas
+    beta = rng.integers(-1100, 40, rows)
+    beta[2] = -60                                       # shifts s > 24 in that row: the two-step path
+    beta[3] = numpy_backend.split(x)[2][3].max()        # digits q 2**s with s <= 24: the one-step path
+    cpu = numpy_backend.residues(x, beta, width, m, nearest)
+    gpu = cupy_backend.residues(cupy.asarray(x), cupy.asarray(beta), width, m, nearest)
+    assert np.array_equal(cpu, cupy.asnumpy(gpu)[:, :, :k])
+    assert not cupy.asnumpy(gpu)[:, :, k:].any()
+
+
+@pytest.mark.parametrize("m", [2, 16, 17, 49])
+@pytest.mark.parametrize("shape,dtype,pairs", [((33, 61), np.int32, 1), ((64, 48), np.int32, 1),
+                                                ((16, 20), np.int64, 1), ((9, 12), np.int64, 3)])
+def test_epilogue_kernel(rng, m, shape, dtype, pairs):
+    """Products at the int32 / 2**50 extremes, residues of values up to the CRT bound."""
+    import cupy
+    from ozaki import crt
+    from ozaki.backends import cupy_backend, numpy_backend
+    ps = np.array(crt.moduli(m))
+    top = 2 ** 31 - 1 if dtype == np.int32 else 2 ** 50
+    bound = crt.crt_bound(m)
+    products = []
+    size = int(np.prod(shape))
+    for _ in range(pairs):
+        values = [int(v) * bound // 2 ** 62 for v in rng.integers(-2 ** 62, 2 ** 62, size)]
+        values[:4] = [bound, -bound, 0, bound - 1]
+        r = np.array([[v % int(p) for v in values] for p in ps], dtype=np.int64)
+        # any representative, up to the dtype's limit: add multiples of p
+        room = (top - 256) // ps[:, None]
+        r = r + rng.integers(-room, room, r.shape) * ps[:, None]
+        r[:, :2] = ((top - 256) // ps[:, None]) * ps[:, None] + r[:, :2] % ps[:, None]   # the extremes
+        products.append(r.reshape((m,) + shape).astype(dtype))
+    shifts = list(range(pairs))
+    ba, bb = rng.integers(-1100, 900, shape[0]), rng.integers(-1100, 900, shape[1])
+    cpu = numpy_backend.epilogue(products, shifts, m, ba, bb)
+    gpu = cupy_backend.epilogue([cupy.asarray(p) for p in products], shifts, m, cupy.asarray(ba), cupy.asarray(bb))
+    assert same_bits(cpu, cupy.asnumpy(gpu))

@@ -5,10 +5,11 @@
 // The same steps as ozaki/crt/reconstruct.py (reconstruct) and
 // ozaki/crt/kulisch.py (normalize, round_to_float64).  Compile-time sizes:
 //   PROD_T  the element type of the products (int or long long)
-//   LP      limbs of one CRT value, LACC limbs of the accumulator
+//   NMOD    the number of moduli; LP limbs of one CRT value, LACC of the accumulator
+//   VEC     consecutive outputs per thread (4: one 16-byte load per modulus)
 //   SINGLE_PAIR  defined when there is one slice pair (fast/accurate modes)
-
-//   NMOD    the number of moduli
+// and the constant tables MOD_P, MOD_INV, CRT_C (NMOD x LP limbs of c_i),
+// CRT_P (LP limbs of P) and CRT_INV_P from cupy_backend._constant_tables.
 
 #ifndef PROD_T
 #define PROD_T int
@@ -75,68 +76,74 @@ __device__ __forceinline__ double round_to_float64(long long* a, long long expon
     return negative ? -r : r;
 }
 
-extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npairs, nmod, rows, cols)
+extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npairs, NMOD, rows, cols)
                                     int npairs, long long rows, long long cols,
-                                    const double* __restrict__ moduli,
-                                    const double* __restrict__ inv_moduli,
-                                    const double* __restrict__ c_limbs,     // (nmod, LP), < 2**32
-                                    const long long* __restrict__ P_limbs,  // (LP,)
-                                    double inv_P,
                                     const int* __restrict__ shifts,         // (npairs,) in limbs
                                     const long long* __restrict__ beta_a,
                                     const long long* __restrict__ beta_b,
                                     double* __restrict__ out) {
-    long long mn = rows * cols;
-    for (long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x; idx < mn;
-         idx += (long long)gridDim.x * blockDim.x) {
-        long long acc[LACC];
+    long long mn = rows * cols;                     // a multiple of VEC
+    for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < mn / VEC;
+         v += (long long)gridDim.x * blockDim.x) {
+        long long idx = v * VEC;
+        long long acc[VEC][LACC];
 #pragma unroll
-        for (int l = 0; l < LACC; ++l) acc[l] = 0;
+        for (int e = 0; e < VEC; ++e)
+#pragma unroll
+            for (int l = 0; l < LACC; ++l) acc[e][l] = 0;
         for (int pair = 0; pair < npairs; ++pair) {
-            // S = sum_i r_i c_i in float64 limbs: |r_i c_il| < 2**40 and at most 49
-            // terms, so every partial sum is an integer below 2**46: exact.
-            double S[LP];
+            // S = sum_i r_i c_i in float64 limbs.  r_i = x - p rint(x / p) is some
+            // residue of the product x with |r_i| <= 1.5 p (|x| < 2**53: the
+            // rounded quotient is off by at most one), so |r_i c_il| < 2**41 and
+            // the at most 49 terms of a limb stay below 2**47: exact.
+            double S[VEC][LP];
 #pragma unroll
-            for (int l = 0; l < LP; ++l) S[l] = 0.0;
+            for (int e = 0; e < VEC; ++e)
+#pragma unroll
+                for (int l = 0; l < LP; ++l) S[e][l] = 0.0;
             const PROD_T* pp = prod + (long long)pair * NMOD * mn + idx;
-            // Moduli in groups of four: four independent loads in flight per
-            // thread, few enough registers for a full multiprocessor.
-#pragma unroll 1
-            for (int g = 0; g < NMOD; g += 4) {
-                double v[4];
 #pragma unroll
-                for (int j = 0; j < 4; ++j)
-                    v[j] = g + j < NMOD ? to_double(pp[(long long)(g + j) * mn]) : 0.0;
+            for (int i = 0; i < NMOD; ++i) {
+                PROD_T x[VEC];
+#if VEC == 4
+                int4 w = *reinterpret_cast<const int4*>(pp + (long long)i * mn);
+                x[0] = w.x; x[1] = w.y; x[2] = w.z; x[3] = w.w;
+#else
 #pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    if (g + j < NMOD) {
-                        int i = g + j;
-                        double p = moduli[i];
-                        // |v| < 2**53: exact; symmetric residue, |r| <= 128.
-                        double r = mod_symmetric(v[j], p, inv_moduli[i], floor(0.5 * p));
-                        const double* c = c_limbs + i * LP;
+                for (int e = 0; e < VEC; ++e) x[e] = pp[(long long)i * mn + e];
+#endif
 #pragma unroll
-                        for (int l = 0; l < LP; ++l) S[l] = fma(r, c[l], S[l]);
-                    }
+                for (int e = 0; e < VEC; ++e) {
+                    double xd = to_double(x[e]);
+                    double t = fma(xd, MOD_INV[i], MAGIC) - MAGIC;
+                    double r = fma(-t, MOD_P[i], xd);
+#pragma unroll
+                    for (int l = 0; l < LP; ++l) S[e][l] = fma(r, CRT_C[i][l], S[e][l]);
                 }
             }
-            double Sf = 0.0;
-#pragma unroll
-            for (int l = 0; l < LP; ++l) Sf += S[l] * ldexp(1.0, 32 * l);
-            // S / P is within 1/16 of an integer (|C'| < P/16), so the rounded
-            // product with 1/P gives the same quotient as an exact division.
-            long long q = to_int64(rint(Sf * inv_P));
 #ifdef SINGLE_PAIR
             const int sh = 0;                            // keeps acc in registers
 #else
             int sh = shifts[pair];
 #endif
 #pragma unroll
-            for (int l = 0; l < LP; ++l) acc[sh + l] += to_int64(S[l]) - q * P_limbs[l];
+            for (int e = 0; e < VEC; ++e) {
+                double Sf = 0.0;
+#pragma unroll
+                for (int l = 0; l < LP; ++l) Sf += S[e][l] * ldexp(1.0, 32 * l);
+                // |C'| <= P/2 - P/2**20 keeps S / P 2**-20 off a half-integer; the
+                // float64 error of Sf / P is below 2**-36: the quotient is exact.
+                long long q = to_int64(rint(Sf * CRT_INV_P));
+#pragma unroll
+                for (int l = 0; l < LP; ++l) acc[e][sh + l] += to_int64(S[e][l]) - q * CRT_P[l];
+            }
         }
-        normalize(acc, LACC);
-        long long row = idx / cols;
-        long long col = idx - row * cols;
-        out[idx] = round_to_float64<LACC>(acc, beta_a[row] + beta_b[col]);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+            normalize(acc[e], LACC);
+            long long row = (idx + e) / cols;
+            long long col = idx + e - row * cols;
+            out[idx + e] = round_to_float64<LACC>(acc[e], beta_a[row] + beta_b[col]);
+        }
     }
 }

@@ -16,3 +16,9 @@ __device__ __forceinline__ double mod_symmetric(double x, double p, double invp,
     r = r > p - 1.0 - h ? r - p : r;
     return r;
 }
+
+// An unsigned 32-bit integer as a double, exactly, on the FP64 pipe: the bits
+// 2**52 + v, less 2**52.
+__device__ __forceinline__ double u32_to_double(unsigned int v) {
+    return __hiloint2double(0x43300000, (int)v) - 4503599627370496.0;
+}

@@ -2,18 +2,21 @@
 //
 // The same arithmetic as ozaki/backends/numpy_backend.py (split, digits,
 // residues): the slice digit of |x| above 2**beta[row] (rounded to nearest
-// when ``nearest``, else truncated), modulo 2**width when width > 0, as q * 2**s with q < 2**53; its residue (q mod p)(2**s mod p) mod p,
-// negated for negative x, in the symmetric range [-floor(p/2), ceil(p/2) - 1].
+// when ``nearest``, else truncated), modulo 2**width when width > 0, as
+// q * 2**s with q < 2**53; its residue modulo p, negated for negative x, in the
+// symmetric range [-floor(p/2), ceil(p/2) - 1].
 //
-// out has shape (nmod, rows, kpad), row-major; columns k..kpad-1 are zero so
-// that the int8 GEMMs can run on a padded inner dimension.
-// Each thread does four consecutive columns of one row and writes a char4 per
-// modulus: one read of x, one write of every residue, nothing else.  The
-// modular arithmetic runs on the FP64 pipe without conversion instructions
-// (which run at a quarter rate on Hopper and were the bottleneck).
+// out has shape (NMOD, rows, kpad), row-major; columns k..kpad-1 are zero so
+// that the int8 GEMMs can run on a padded inner dimension.  Each thread does
+// eight consecutive columns of one row and writes eight bytes per modulus:
+// one read of x, one write of every residue, nothing else.
+//
+// Compile-time: NMOD and the constant tables MOD_P, MOD_INV, MOD_C26, MOD_C52
+// (2**26 and 2**52 mod p) from cupy_backend._constant_tables; the modular
+// arithmetic runs on the FP64 pipe without conversion instructions.
 
 #define MAX_SHIFT 2304
-// NMOD, the number of moduli, is defined at compile time.
+#define PER_THREAD 8
 
 #include "modular.cuh"
 
@@ -42,62 +45,78 @@ __device__ __forceinline__ void digit(double x, long long beta, int width, int n
     s = (int)(sh < MAX_SHIFT ? sh : MAX_SHIFT - 1);
 }
 
+// The residue of x = v2 2**52 + v1 2**26 + v0 (the pieces signed alike, each
+// below 2**26) modulo moduli[i].  |x mod-folded| = |v2 c52 + v1 c26 + v0| < 2**35,
+// where x / p is at least 1/(2p) >= 2**-9 from a half-integer (p odd) or exactly
+// one (p = 256), while the error of x * (1/p) is below 2**-17: the rounded
+// quotient is exact and the remainder lands in [-p/2, p/2] with no fix-up;
+// only p = 256 can give +128, which is -128 in int8's range.
+__device__ __forceinline__ double residue_of_pieces(double v2, double v1, double v0, int i) {
+    double x = fma(v2, MOD_C52[i], fma(v1, MOD_C26[i], v0));
+    double t = fma(x, MOD_INV[i], MAGIC) - MAGIC;
+    double r = fma(-t, MOD_P[i], x);
+    return (MOD_P[i] == 256.0 && r == 128.0) ? -128.0 : r;
+}
+
 extern "C" __global__ void residues(const double* __restrict__ x, long long rows, long long k,
                                     long long kpad, const long long* __restrict__ beta, int width,
                                     int nearest,
-                                    const double* __restrict__ moduli,
-                                    const double* __restrict__ inv_moduli,
                                     const double* __restrict__ pow2,     // (NMOD, MAX_SHIFT)
                                     signed char* __restrict__ out) {
-    long long quads = kpad / 4;
-    long long total = rows * quads;
+    long long groups = kpad / PER_THREAD;
+    long long total = rows * groups;
     long long plane = rows * kpad;
     for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
          t += (long long)gridDim.x * blockDim.x) {
-        long long row = t / quads;
-        long long col = (t - row * quads) * 4;
+        long long row = t / groups;
+        long long col = (t - row * groups) * PER_THREAD;
         long long b = beta[row];
-        bool neg[4];
-        unsigned long long q[4];
-        int s[4];
+        bool neg[PER_THREAD];
+        unsigned long long q[PER_THREAD];
+        int s[PER_THREAD];
+        bool small = true;              // every digit below 2**77 (s <= 24)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+        for (int j = 0; j < PER_THREAD; ++j) {
             double v = (col + j < k) ? x[row * k + col + j] : 0.0;
             digit(v, b, width, nearest, neg[j], q[j], s[j]);
+            small &= s[j] <= 24;
         }
-        // Digits below 2**77 (s <= 24: every digit of the fast and accurate
-        // modes at the default counts) split exactly as hi 2**32 + lo with
-        // hi < 2**45: then hi (2**32 mod p) + lo < 2**53 is one exact FMA, and a
-        // single reduction per modulus remains.  Larger digits take two.
-        double qd[4], hi[4], lo[4];
-        bool split[4];
+        signed char* dst = out + row * kpad + col;
+        if (small) {
+            // q 2**s = v2 2**52 + v1 2**26 + v0 with v2 < 2**25: the fast and
+            // accurate modes' digits at the default counts all come this way.
+            double v2[PER_THREAD], v1[PER_THREAD], v0[PER_THREAD];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            split[j] = s[j] <= 24;
-            unsigned long long h = q[j] >> (32 - (split[j] ? s[j] : 0));
-            unsigned long long l = (q[j] << (split[j] ? s[j] : 0)) & 0xFFFFFFFFULL;
-            hi[j] = neg[j] ? -(double)h : (double)h;
-            lo[j] = neg[j] ? -(double)l : (double)l;
-            qd[j] = neg[j] ? -(double)q[j] : (double)q[j];
-        }
-#pragma unroll 1
-        for (int i = 0; i < NMOD; ++i) {       // not unrolled: keeps the registers few
-            double p = moduli[i];
-            double h = floor(0.5 * p);
-            double invp = inv_moduli[i];
-            const double* tab = pow2 + (long long)i * MAX_SHIFT;
-            double c32 = tab[32];
-            char r4[4];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                double r = split[j]
-                    ? mod_symmetric(fma(hi[j], c32, lo[j]), p, invp, h)
-                    // (x mod p)(2**s mod p) < 2**15 in magnitude: exact, then reduce again.
-                    : mod_symmetric(mod_symmetric(qd[j], p, invp, h) * tab[s[j]], p, invp, h);
-                r4[j] = (char)__double2loint(r + MAGIC);
+            for (int j = 0; j < PER_THREAD; ++j) {
+                unsigned long long w = q[j] << s[j];          // the low 64 bits suffice for v1, v0
+                double sign = neg[j] ? -1.0 : 1.0;
+                v2[j] = sign * u32_to_double((unsigned int)(q[j] >> (52 - s[j])));
+                v1[j] = sign * u32_to_double((unsigned int)((w >> 26) & 0x3FFFFFFULL));
+                v0[j] = sign * u32_to_double((unsigned int)(w & 0x3FFFFFFULL));
             }
-            *reinterpret_cast<char4*>(out + i * plane + row * kpad + col) =
-                make_char4(r4[0], r4[1], r4[2], r4[3]);
+#pragma unroll
+            for (int i = 0; i < NMOD; ++i) {
+                union { signed char c[PER_THREAD]; uint2 u; } pack;
+#pragma unroll
+                for (int j = 0; j < PER_THREAD; ++j)
+                    pack.c[j] = (signed char)__double2loint(residue_of_pieces(v2[j], v1[j], v0[j], i) + MAGIC);
+                *reinterpret_cast<uint2*>(dst + i * plane) = pack.u;
+            }
+        } else {
+            // Larger digits (exact-mode slices): (q mod p)(2**s mod p), reduced again.
+#pragma unroll 1
+            for (int i = 0; i < NMOD; ++i) {
+                double p = MOD_P[i], h = floor(0.5 * p);
+                const double* tab = pow2 + (long long)i * MAX_SHIFT;
+                union { signed char c[PER_THREAD]; uint2 u; } pack;
+#pragma unroll
+                for (int j = 0; j < PER_THREAD; ++j) {
+                    double qd = neg[j] ? -(double)q[j] : (double)q[j];
+                    double r = mod_symmetric(mod_symmetric(qd, p, MOD_INV[i], h) * tab[s[j]], p, MOD_INV[i], h);
+                    pack.c[j] = (signed char)__double2loint(r + MAGIC);
+                }
+                *reinterpret_cast<uint2*>(dst + i * plane) = pack.u;
+            }
         }
     }
 }
