@@ -16,14 +16,15 @@ from bench import common
 from ozaki import scheme
 
 
-def _gemm_probes(be, ra, rb, m, n, t):
-    """Other ways to run the same int8 products, to see what the GEMM rate depends on:
-    output blocks of n/2 x n/2 (four calls per modulus), and torch._int_mm (cuBLASLt)."""
-    import cupy
-    h = n // 2
-    blocks = [(ra[:, i:i + h], rb[:, j:j + h]) for i in (0, h) for j in (0, h)]
-    blocks = [(cupy.ascontiguousarray(a), cupy.ascontiguousarray(b)) for a, b in blocks]
-    out = {"int8 gemms, 2x2 output blocks": t(lambda: [be.gemm(a, b) for a, b in blocks])}
+def _probes(be, ra, rb, prod, plan, m, t):
+    """Other ways to run the same steps, to see what their rates depend on: the
+    GEMM output tile (cupy_backend.GEMM_TILE), torch._int_mm (cuBLASLt) for the
+    GEMMs, and the epilogue's outputs per thread (cupy_backend.EPILOGUE_VEC)."""
+    out = {}
+    tile, vec = be.GEMM_TILE, be.EPILOGUE_VEC
+    for be.GEMM_TILE in (2048, 4096, 8192, 1 << 30):
+        out[f"int8 gemms, tile {min(be.GEMM_TILE, ra.shape[1])}"] = t(lambda: be.gemm(ra, rb))
+    be.GEMM_TILE = tile
     try:
         import torch
         ta = torch.as_tensor(ra[0], device="cuda")
@@ -31,6 +32,10 @@ def _gemm_probes(be, ra, rb, m, n, t):
         out["torch._int_mm x moduli"] = t(lambda: [torch._int_mm(ta, tb) for _ in range(m)])
     except Exception as exc:                                 # torch absent or too old
         print("torch._int_mm probe skipped:", exc)
+    for be.EPILOGUE_VEC in (1, 2, 4):
+        out[f"epilogue, {be.EPILOGUE_VEC} outputs per thread"] = t(
+            lambda: be.epilogue([prod], [0], m, plan.beta_a, plan.beta_b))
+    be.EPILOGUE_VEC = vec
     return out
 
 
@@ -48,7 +53,7 @@ def steps(n, mode, nm, repeats, probes=False):
     prod = be.gemm(ra, rb)[0]
     out = {}
     t = lambda f: common.time_gpu(f, warmup=1, repeats=repeats)[0]
-    out["transpose B"] = t(lambda: cupy.ascontiguousarray(B.T))
+    out["transpose B"] = t(lambda: be.transposed(B))
     out["plan (scans, bound gemm)"] = t(lambda: scheme.make_plan(cupy, A, Bt, mode, nm, be))
     out["residues A+B"] = t(lambda: (be.residues(A, plan.beta_a, plan.width, m, plan.nearest),
                                      be.residues(Bt, plan.beta_b, plan.width, m, plan.nearest)))
@@ -59,11 +64,11 @@ def steps(n, mode, nm, repeats, probes=False):
     out["int8 gemms, a call each"] = t(lambda: be.gemm(ra, rb))
     be.GEMM_BATCHED = default
     if probes:
-        out.update(_gemm_probes(be, ra, rb, m, n, t))
+        out.update(_probes(be, ra, rb, prod, plan, m, t))
     out["epilogue"] = t(lambda: be.epilogue([prod], [0], m, plan.beta_a, plan.beta_b))
     out["total matmul"] = t(lambda: ozaki.matmul(A, B, mode=mode, num_moduli=nm))
     out["native dgemm"] = t(lambda: A @ B)
-    gemm_ms = min(v for key, v in out.items() if key.startswith(("int8 gemms", "torch")))
+    gemm_ms = out["int8 gemms, a call each"]
     bytes_res = 2 * n * n * (8 + m)
     bytes_epi = n * n * (4 * m + 8)
     return {"n": n, "mode": mode, "num_moduli": m, "ms": out, "int8_tops": m * 2.0 * n ** 3 / gemm_ms / 1e9,

@@ -396,16 +396,19 @@ def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_):
     def rows(X):                       # (batch, r, k) -> (batch * r, k), contiguous
         return xp.ascontiguousarray(X).reshape(-1, X.shape[-1])
 
+    def columns(X):                    # (batch, k, c) -> (batch * c, k): the columns as rows
+        return backend.transposed(X[0]) if batch == 1 else rows(X.transpose(0, 2, 1))
+
     if complex_:
         A_parts = [rows(A.real), rows(A.imag)]
-        Bt_parts = [rows(B.real.transpose(0, 2, 1)), rows(B.imag.transpose(0, 2, 1))]
+        Bt_parts = [columns(B.real), columns(B.imag)]
         plan = make_plan(xp, xp.concatenate(A_parts, axis=1), xp.concatenate(Bt_parts, axis=1),
                          mode, num_moduli, backend, parts=2, batch=batch)
     else:
         # Non-finite entries count as zeros in the finite product (the residue
         # step reads them so); the IEEE fix-ups below put NaN/inf back.
         A_parts = [rows(A)]
-        Bt_parts = [rows(B.transpose(0, 2, 1))]
+        Bt_parts = [columns(B)]
         plan = make_plan(xp, A_parts[0], Bt_parts[0], mode, num_moduli, backend, batch=batch)
     C = [c.reshape(batch, m, n) for c in product_finite(A_parts, Bt_parts, plan, backend, workspace, batch)]
     found = _flags_found(xp, plan)

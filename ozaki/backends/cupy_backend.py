@@ -92,7 +92,7 @@ def _constant_tables(m, crt=False):
         k = crt_constants(m)
         src += (f"__constant__ double CRT_C[{m}][{k.L}] = {{"
                 + ", ".join("{" + ", ".join(float(c).hex() for c in row) + "}" for row in k.c_limbs) + "};\n"
-                + _array("long long", "CRT_P[]", k.P_limbs)
+                + _array("double", "CRT_P[]", k.P_limbs)
                 + f"#define CRT_INV_P {(1.0 / k.P_float).hex()}\n")
     return src
 
@@ -128,6 +128,20 @@ def residues(x, beta, width, m, nearest=False):
     return out
 
 
+def transposed(x):
+    """x.T as a C-contiguous array; float64 matrices through cuBLAS dgeam, which
+    runs near the copy bandwidth (a strided copy ran at about 1.6 TB/s)."""
+    if x.ndim != 2 or x.dtype != cupy.float64 or not x.flags.c_contiguous or x.size == 0:
+        return cupy.ascontiguousarray(x.T)
+    k, n = x.shape
+    out = cupy.empty((n, k), dtype=cupy.float64)
+    one, zero = np.array(1.0), np.array(0.0)
+    # Column-major: x is n x k (ld n); out = x^T is k x n (ld k).
+    cublas.dgeam(cupy.cuda.device.get_cublas_handle(), cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, k, n,
+                 one.ctypes.data, x.data.ptr, n, zero.ctypes.data, out.data.ptr, k, out.data.ptr, k)
+    return out
+
+
 def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False):
     """As numpy_backend.scan_rows, one block per row (kernels/scan_rows.cu)."""
     rows, k = x.shape
@@ -156,12 +170,25 @@ def _pad(R):
     return out
 
 
+# cuBLAS runs big int8 products faster in output tiles: measured on the H200
+# (bench/results/2026-12-02-4faa3ce/steps.txt, 16 moduli, k = n), 2 x 2 tiles
+# of n/2 took 105.6 ms against 122.0 ms untiled at n = 16384, 13.3 against
+# 14.7 ms at 8192.  Tiles are views (pointer offsets, same leading dimensions).
+GEMM_TILE = 4096
+
+
+def _tiles(size):
+    tile = GEMM_TILE if size > GEMM_TILE else size
+    return [(s, min(tile, size - s)) for s in range(0, size, tile)]
+
+
 def gemm(Ra, Rbt, batch=1):
     """Exact integer products: int8 (b, batch*m, k), (b, batch*n, k) -> (batch, b, m, n).
 
     Matrix g of the batch is rows g*m..(g+1)*m of Ra[i] times those of Rbt[i].
     int32 when the inner dimension fits one chunk, else the chunks' int32
-    products summed in int64.
+    products summed in int64.  Outputs larger than GEMM_TILE a side are
+    computed tile by tile.
     """
     Ra, Rbt = _pad(Ra), _pad(Rbt)
     b, rows, kp = Ra.shape
@@ -177,17 +204,25 @@ def gemm(Ra, Rbt, batch=1):
     total = None
     for k0 in range(0, kp, K_CHUNK):
         kc = min(K_CHUNK, kp - k0)
-        # Column-major view: C^T (n x m) = Rbt (k x n)^T . Ra (k x m), both k-contiguous.
-        for i, count, stride_a, stride_b, stride_c in calls:
-            cublas.gemmStridedBatchedEx(
-                handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, kc,
-                one.ctypes.data, Rbt.data.ptr + i * batch * n * kp + k0, _CUDA_R_8I, kp, stride_b,
-                Ra.data.ptr + i * batch * m * kp + k0, _CUDA_R_8I, kp, stride_a,
-                zero.ctypes.data, out.data.ptr + i * m * n * 4, _CUDA_R_32I, n, stride_c,
-                count, _CUBLAS_COMPUTE_32I, _CUBLAS_GEMM_DEFAULT)
+        for i0, mt in _tiles(m):
+            for j0, nt in _tiles(n):
+                # Column-major view: C^T (n x m) = Rbt (k x n)^T . Ra (k x m), both k-contiguous.
+                for i, count, stride_a, stride_b, stride_c in calls:
+                    cublas.gemmStridedBatchedEx(
+                        handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, nt, mt, kc,
+                        one.ctypes.data,
+                        Rbt.data.ptr + (i * batch * n + j0) * kp + k0, _CUDA_R_8I, kp, stride_b,
+                        Ra.data.ptr + (i * batch * m + i0) * kp + k0, _CUDA_R_8I, kp, stride_a,
+                        zero.ctypes.data, out.data.ptr + (i * m * n + i0 * n + j0) * 4, _CUDA_R_32I, n,
+                        stride_c, count, _CUBLAS_COMPUTE_32I, _CUBLAS_GEMM_DEFAULT)
         if kc < kp:
             total = out.astype(cupy.int64) if total is None else total + out
     return out if total is None else total
+
+
+# Outputs per thread of the epilogue for int32 products (4: 16-byte loads; 1
+# or 2 use fewer registers).  bench/steps.py --probes times the choices.
+EPILOGUE_VEC = 4
 
 
 def epilogue(products, shifts, m, beta_a, beta_b):
@@ -198,14 +233,14 @@ def epilogue(products, shifts, m, beta_a, beta_b):
     npairs, _, rows, cols = prod.shape
     lacc = k.L + max(shifts) + 1
     int32 = prod.dtype == cupy.int32
-    vec = 4 if int32 and (rows * cols) % 4 == 0 else 1      # one 16-byte load per modulus
+    vec = EPILOGUE_VEC if int32 and cols % 4 == 0 else 1     # one 16-byte load per modulus
     defines = (("PROD_T", "int" if int32 else "long long"), ("VEC", vec),
                ("NMOD", m), ("LP", k.L), ("LACC", k.L if npairs == 1 else lacc))
     if npairs == 1:
         defines += (("SINGLE_PAIR", 1),)
     kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
     out = cupy.empty((rows, cols), dtype=cupy.float64)
-    grid, block = _grid(rows * cols // vec, 128)
+    grid, block = _grid(rows * (cols // vec), 128)
     kern(grid, block, (prod, np.int32(npairs), np.int64(rows), np.int64(cols),
                        cupy.asarray(np.array(shifts, dtype=np.int32)),
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),

@@ -48,6 +48,11 @@ def split(x, xp=np):
     return negative, mant, exponent
 
 
+def transposed(x):
+    """x.T as a C-contiguous array."""
+    return np.ascontiguousarray(x.T)
+
+
 def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False):
     """One look at each row: max |x| over finite entries, flags, integer ceilings.
 

@@ -6,7 +6,8 @@
 // ozaki/crt/kulisch.py (normalize, round_to_float64).  Compile-time sizes:
 //   PROD_T  the element type of the products (int or long long)
 //   NMOD    the number of moduli; LP limbs of one CRT value, LACC of the accumulator
-//   VEC     consecutive outputs per thread (4: one 16-byte load per modulus)
+//   VEC     consecutive outputs of a row per thread (4 or 2: one vector load per
+//           modulus, int32 products only)
 //   SINGLE_PAIR  defined when there is one slice pair (fast/accurate modes)
 // and the constant tables MOD_P, MOD_INV, CRT_C (NMOD x LP limbs of c_i),
 // CRT_P (LP limbs of P) and CRT_INV_P from cupy_backend._constant_tables.
@@ -16,6 +17,10 @@
 #endif
 
 #include "modular.cuh"
+
+// 2**(32 l), the weights of the limbs (LP <= 12 for the 49 moduli of the table).
+__constant__ double LIMB_WEIGHT[12] = {0x1p0, 0x1p32, 0x1p64, 0x1p96, 0x1p128, 0x1p160, 0x1p192,
+                                       0x1p224, 0x1p256, 0x1p288, 0x1p320, 0x1p352};
 
 // Integer <-> double without the quarter-rate conversion instructions.
 __device__ __forceinline__ double to_double(int v) {            // exact
@@ -82,10 +87,13 @@ extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npair
                                     const long long* __restrict__ beta_a,
                                     const long long* __restrict__ beta_b,
                                     double* __restrict__ out) {
-    long long mn = rows * cols;                     // a multiple of VEC
-    for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < mn / VEC;
+    long long mn = rows * cols;
+    long long groups = cols / VEC;                  // cols is a multiple of VEC
+    for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < rows * groups;
          v += (long long)gridDim.x * blockDim.x) {
-        long long idx = v * VEC;
+        long long row = v / groups;
+        long long col0 = (v - row * groups) * VEC;
+        long long idx = row * cols + col0;
         long long acc[VEC][LACC];
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
@@ -108,6 +116,9 @@ extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npair
 #if VEC == 4
                 int4 w = *reinterpret_cast<const int4*>(pp + (long long)i * mn);
                 x[0] = w.x; x[1] = w.y; x[2] = w.z; x[3] = w.w;
+#elif VEC == 2
+                int2 w = *reinterpret_cast<const int2*>(pp + (long long)i * mn);
+                x[0] = w.x; x[1] = w.y;
 #else
 #pragma unroll
                 for (int e = 0; e < VEC; ++e) x[e] = pp[(long long)i * mn + e];
@@ -130,20 +141,20 @@ extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npair
             for (int e = 0; e < VEC; ++e) {
                 double Sf = 0.0;
 #pragma unroll
-                for (int l = 0; l < LP; ++l) Sf += S[e][l] * ldexp(1.0, 32 * l);
+                for (int l = 0; l < LP; ++l) Sf = fma(S[e][l], LIMB_WEIGHT[l], Sf);
                 // |C'| <= P/2 - P/2**20 keeps S / P 2**-20 off a half-integer; the
                 // float64 error of Sf / P is below 2**-36: the quotient is exact.
-                long long q = to_int64(rint(Sf * CRT_INV_P));
+                double q = fma(Sf, CRT_INV_P, MAGIC) - MAGIC;
+                // |q| < 2**13 and P's limbs < 2**32: S_l - q P_l < 2**48, exact.
 #pragma unroll
-                for (int l = 0; l < LP; ++l) acc[e][sh + l] += to_int64(S[e][l]) - q * CRT_P[l];
+                for (int l = 0; l < LP; ++l) acc[e][sh + l] += to_int64(fma(-q, CRT_P[l], S[e][l]));
             }
         }
+        long long ba = beta_a[row];
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
             normalize(acc[e], LACC);
-            long long row = (idx + e) / cols;
-            long long col = idx + e - row * cols;
-            out[idx + e] = round_to_float64<LACC>(acc[e], beta_a[row] + beta_b[col]);
+            out[idx + e] = round_to_float64<LACC>(acc[e], ba + beta_b[col0 + e]);
         }
     }
 }
