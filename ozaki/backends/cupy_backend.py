@@ -171,9 +171,10 @@ def _pad(R):
 
 
 # cuBLAS runs big int8 products faster in output tiles: measured on the H200
-# (bench/results/2026-12-02-4faa3ce/steps.txt, 16 moduli, k = n), 2 x 2 tiles
-# of n/2 took 105.6 ms against 122.0 ms untiled at n = 16384, 13.3 against
-# 14.7 ms at 8192.  Tiles are views (pointer offsets, same leading dimensions).
+# (bench/results/2026-12-02-10b4461/steps.txt, 16 moduli, k = n), tiles of
+# 2048 / 4096 / 8192 / untiled took 115 / 107-109 / 106 / 121 ms at n = 16384
+# and 17.3 / 13.5 / 13.7 / 13.7 ms at 8192.  Tiles are views (pointer offsets,
+# the same leading dimensions).
 GEMM_TILE = 4096
 
 
@@ -220,9 +221,11 @@ def gemm(Ra, Rbt, batch=1):
     return out if total is None else total
 
 
-# Outputs per thread of the epilogue for int32 products (4: 16-byte loads; 1
-# or 2 use fewer registers).  bench/steps.py --probes times the choices.
-EPILOGUE_VEC = 4
+# Outputs per thread of the epilogue for int32 products: 4 (16-byte loads, 172
+# registers) or 2 or 1 (52 registers, more warps in flight).  Measured on the
+# H200 (bench/results/2026-12-02-10b4461/steps.txt, 16 moduli): 10.1 / 10.3 /
+# 14.3 ms for 1 / 2 / 4 at n = 16384, 2.6 / 2.6 / 3.6 ms at 8192.
+EPILOGUE_VEC = 1
 
 
 def epilogue(products, shifts, m, beta_a, beta_b):
