@@ -343,6 +343,24 @@ def _ieee_fixups(xp, A, B, C, found):
     return C
 
 
+def _needing_fixups(xp, C, found):
+    """The matrices of the stack whose results the IEEE fix-ups can change.
+
+    NaN/inf inputs: all of them.  Zero inputs alone only decide the sign of
+    zero results, so only matrices with a zero result need signed_zeros (its
+    two extra float64 products would otherwise cost more than the emulation).
+    """
+    batch = C[0].shape[0]
+    if found & 1:
+        return range(batch)
+    if not found & 2:
+        return range(0)
+    zero = C[0].reshape(batch, -1) == 0
+    for c in C[1:]:
+        zero |= c.reshape(batch, -1) == 0
+    return [int(g) for g in xp.flatnonzero(zero.any(axis=1)).tolist()]     # one host sync
+
+
 def _flags_found(xp, plan):
     flags = xp.concatenate(plan.flags)
     return int((flags & 1).any()) + 2 * int((flags & 2).any())     # the one host sync
@@ -412,7 +430,7 @@ def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_):
         plan = make_plan(xp, A_parts[0], Bt_parts[0], mode, num_moduli, backend, batch=batch)
     C = [c.reshape(batch, m, n) for c in product_finite(A_parts, Bt_parts, plan, backend, workspace, batch)]
     found = _flags_found(xp, plan)
-    for g in range(batch if found else 0):
+    for g in _needing_fixups(xp, C, found):
         if complex_:
             Ar, Ai, Br, Bi = A[g].real, A[g].imag, B[g].real, B[g].imag
             C[0][g] = _ieee_fixups(xp, xp.concatenate([Ar, -Ai], axis=1), xp.concatenate([Br, Bi]), C[0][g], found)

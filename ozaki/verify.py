@@ -323,6 +323,14 @@ def write_report(rows, directory, bench_results=None):
     return made
 
 
+def rewrite_report(directory, bench_results):
+    """Write the report in ``directory`` again from its verify.json, now with bench results
+    (the suite can run before the benchmarks whose TFLOPS it plots)."""
+    with open(os.path.join(directory, "verify.json")) as f:
+        rows = [Row(**r) for r in json.load(f)["rows"]]
+    return write_report(rows, directory, bench_results)
+
+
 def _save(fig, directory, name):
     path = os.path.join(directory, name)
     fig.tight_layout()
