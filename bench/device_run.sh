@@ -4,6 +4,7 @@
 # Usage (device tool): OZAKI_COMMIT=<sha> bash bench/device_run.sh [quick|full]
 #   quick  GPU tests, time split with GEMM probes, GEMM n = 8192, 16384   (about 5 min)
 #   full   all of it: GEMM n = 1024..16384, ZGEMM, FFT, verify --profile full  (under 10 min)
+#   extra  GEMM 16384 again, phi1 and ZGEMM 8192, FFT 2^24 and 512^3         (about 5 min)
 set -u
 OUT=${OUT:-bench/results/out}
 W=$(mktemp -d)
@@ -21,6 +22,14 @@ if [ "$profile" = quick ]; then
     stage gpu_tests 170 python3 -m pytest -q --maxfail=5 -m gpu tests -p no:cacheprovider
     stage steps 60 python3 -m bench.steps --sizes 8192 16384 --probes --out "$W/steps.json"
     stage gemm 150 python3 -m bench.gemm --sizes 8192 16384 --families normal --modes $modes --out "$W/gemm.json"
+elif [ "$profile" = extra ]; then      # what a full run had no time left for
+    stage gemm16k 90 python3 -m bench.gemm --sizes 16384 --families normal --no-emulated --samples 12 \
+        --modes accurate accurate:15 accurate:14 --out "$W/gemm16k.json"
+    stage gemm_phi1 70 python3 -m bench.gemm --sizes 16384 --families phi1 --no-emulated --samples 6 \
+        --modes accurate accurate:15 accurate:14 --out "$W/gemm_phi1.json"
+    stage zgemm 60 python3 -m bench.gemm --sizes 8192 --families complex --no-emulated --samples 4 \
+        --modes accurate accurate:15 --out "$W/zgemm.json"
+    stage fft 90 python3 -m bench.fft --cubes 512 --sizes 16777216 --repeats 2 --out "$W/fft.json"
 else
     # The verification suite is mostly CPU work (fraction references): it runs beside the
     # GPU tests, and the timed benchmarks start only when both are done.
