@@ -22,6 +22,8 @@ if [ "$profile" = quick ]; then
     stage gpu_tests 170 python3 -m pytest -q --maxfail=5 -m gpu tests -p no:cacheprovider
     stage steps 60 python3 -m bench.steps --sizes 8192 16384 --probes --out "$W/steps.json"
     stage gemm 150 python3 -m bench.gemm --sizes 8192 16384 --families normal --modes $modes --out "$W/gemm.json"
+elif [ "$profile" = fft ]; then        # the largest transforms alone
+    stage fft 150 python3 -m bench.fft --cubes 512 --sizes 16777216 --repeats 2 --out "$W/fft.json"
 elif [ "$profile" = extra ]; then      # what a full run had no time left for
     stage gemm16k 90 python3 -m bench.gemm --sizes 16384 --families normal --no-emulated --samples 12 \
         --modes accurate accurate:15 accurate:14 --out "$W/gemm16k.json"
@@ -29,7 +31,7 @@ elif [ "$profile" = extra ]; then      # what a full run had no time left for
         --modes accurate accurate:15 accurate:14 --out "$W/gemm_phi1.json"
     stage zgemm 60 python3 -m bench.gemm --sizes 8192 --families complex --no-emulated --samples 4 \
         --modes accurate accurate:15 --out "$W/zgemm.json"
-    stage fft 90 python3 -m bench.fft --cubes 512 --sizes 16777216 --repeats 2 --out "$W/fft.json"
+    stage fft 150 python3 -m bench.fft --cubes 512 --sizes 16777216 --repeats 2 --out "$W/fft.json"
 else
     # The verification suite is mostly CPU work (fraction references): it runs beside the
     # GPU tests, and the timed benchmarks start only when both are done.

@@ -224,19 +224,27 @@ def _residue_slices(X, beta, plan, count, backend):
             for t in range(count)]
 
 
-def blocks(m, n, k, plan, workspace):
+# Bytes of GEMM products per output entry, modulus and slice pair, counted with
+# the temporaries: real, the int32 product and its copy when the epilogue stacks
+# slice pairs; complex, three int32 products, their int64 copies, the int64 real
+# and imaginary parts, and those stacked again (3*4 + 3*8 + 2*8 + 2*8 = 68).
+PRODUCT_BYTES = {False: 8, True: 72}
+
+
+def blocks(m, n, k, plan, workspace, complex_=False):
     """Row and column block sizes whose residues and products fit ``workspace`` bytes.
 
     Per column of B: its residues (slices_b * moduli * k bytes); per row of A:
-    its residues, plus the int32/int64 products and the output of its row of
-    the block.  Columns take at most half the budget; rows the rest.
+    its residues, plus the GEMM products (PRODUCT_BYTES) and the output of its
+    row of the block.  Columns take at most half the budget; rows the rest.
+    ``k`` counts every residue row a part needs (complex: Re, Im and their sum).
     """
     kp = -(-k // 16) * 16
     mods = plan.num_moduli
     pairs = plan.slices_a * plan.slices_b
     per_col = plan.slices_b * mods * kp
     nb = max(1, min(n, (workspace // 2) // per_col))
-    per_row = plan.slices_a * mods * kp + nb * (pairs * mods * 8 + 8)
+    per_row = plan.slices_a * mods * kp + nb * (pairs * mods * PRODUCT_BYTES[complex_] + 16)
     mb = max(1, min(m, (workspace - nb * per_col) // per_row))
     return mb, nb
 
@@ -269,7 +277,7 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1):
         mb, nb = m, n                  # the whole stack in one block
         m, n = m // batch, n // batch
     else:
-        mb, nb = blocks(m, n, k * (3 if parts == 2 else 1), plan, workspace)
+        mb, nb = blocks(m, n, k * (3 if parts == 2 else 1), plan, workspace, parts == 2)
     whole = (mb, nb) == (m * batch, n * batch)
     C = None if whole else [xp.empty((m, n), dtype=xp.float64) for _ in range(parts)]
 
@@ -396,7 +404,7 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None):
     # residues and products of one matrix, counted generously: 22 moduli (fast,
     # accurate) or 49 moduli and 4 slice pairs (exact), 3 GEMMs for complex
     mods = 49 * 4 if mode == "exact" else 22
-    per_matrix = ((m + n) * (k + 16) + m * n * 8) * mods * (3 if complex_ else 1)
+    per_matrix = ((m + n) * (k + 16) * (3 if complex_ else 1) + m * n * PRODUCT_BYTES[complex_]) * mods
     step = max(1, min(batch, workspace // max(per_matrix, 1)))
     if step == batch:                  # one piece: its result is the output (no copy)
         return _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_)
