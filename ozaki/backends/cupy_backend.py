@@ -1,8 +1,9 @@
 """GPU backend: the named steps of the pipeline (ozaki/scheme.py) in CuPy.
 
     residues  one raw-kernel pass per operand: float64 -> int8 residues of all moduli
+    transposed  B^T for the column side, through cuBLAS dgeam
     gemm      cuBLAS gemmEx INT8 x INT8 -> INT32 (COMPUTE_32I) in the T,N layout,
-              strided-batched over the moduli, the inner dimension cut into
+              a call per modulus and output tile, the inner dimension cut into
               chunks short enough that int32 never overflows
     epilogue  one raw-kernel pass: mod p, CRT, Kulisch sum of slice pairs, one rounding
 
