@@ -101,13 +101,44 @@ def digits(x, beta, width, nearest=False):
 
 
 def residues(x, beta, width, m, nearest=False):
-    """Symmetric residues of the slice digits of x modulo the first m moduli: int8 (m, rows, k)."""
+    """Symmetric residues of the slice digits of x modulo the first m moduli: int8 (m, rows, k).
+
+    The arithmetic of kernels/residues.cu, vectorized: a digit q 2**s with
+    s <= 24 is v2 2**52 + v1 2**26 + v0 (pieces below 2**26, signed alike), so
+    x = v2 (2**52 mod p) + v1 (2**26 mod p) + v0 is below 2**35 and its rounded
+    quotient by p is exact in float64 (x / p is 2**-9 from a half-integer, the
+    float64 error of x * (1/p) below 2**-18): one remainder, already in the
+    symmetric range (p = 256: +128 is -128).  Larger shifts (exact-mode
+    slices) take (q mod p)(2**s mod p) mod p in integers.
+    """
     negative, q, s = digits(x, beta, width, nearest)
+    sign = np.where(negative, -1.0, 1.0)
+    small = s <= 24
+    sh = np.where(small, s, 0).astype(np.uint64)
+    w = q.astype(np.uint64) << sh                           # mod 2**64: the low 52 bits suffice
+    v2 = sign * (q >> np.where(small, 52 - s, 63)).astype(np.float64)
+    v1 = sign * ((w >> np.uint64(26)) & np.uint64(0x3FFFFFF)).astype(np.float64)
+    v0 = sign * (w & np.uint64(0x3FFFFFF)).astype(np.float64)
+    large = np.nonzero(~small)
+    top = v2.any()                                          # digits of 2**52 and more
     table = pow2_table(m)
     out = np.empty((m,) + x.shape, dtype=np.int8)
+    r, t = np.empty_like(v0), np.empty_like(v0)
     for i, p in enumerate(_moduli(m)):
-        r = (q % p) * table[i][s] % p
-        out[i] = symmetric(np.where(negative, -r, r), p)
+        np.multiply(v1, float(pow(2, 26, p)), out=r)        # in place: a few passes, no temporaries
+        r += v0
+        if top:
+            r += v2 * float(pow(2, 52, p))
+        np.multiply(r, 1.0 / p, out=t)
+        np.rint(t, out=t)
+        t *= p
+        r -= t
+        if p == 256:
+            r[r == 128.0] = -128.0
+        out[i] = r
+        if large[0].size:
+            rl = (q[large] % p) * table[i][s[large]] % p
+            out[i][large] = symmetric(np.where(negative[large], -rl, rl), p)
     return out
 
 

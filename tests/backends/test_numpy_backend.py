@@ -1,0 +1,32 @@
+"""The CPU backend's steps against Python-integer references."""
+
+import numpy as np
+import pytest
+
+from ozaki import crt, reference
+from ozaki.backends import numpy_backend
+from tests import inputs
+
+
+@pytest.mark.parametrize("nearest", [False, True])
+@pytest.mark.parametrize("spread", [0, 40, 600])
+def test_residues_are_those_of_the_scaled_integers(rng, nearest, spread):
+    """residues(x) = sign(x) round_or_floor(|x| / 2**beta) mod p, for every modulus, from Python ints.
+
+    Bottoms are drawn so that the digits range from 0 to far beyond 2**53 (shifts s > 24 take
+    the integer path, the rest the float64 one); subnormals, zeros and all-ones mantissas included.
+    """
+    rows, k = 9, 31
+    x = inputs.wide(rng, (rows, k), spread) if spread else inputs.normal(rng, (rows, k))
+    x[0, :4] = [0.0, -0.0, 5e-324, -2.2250738585072014e-308]
+    x[1] = np.nextafter(2.0 ** rng.integers(-30, 30, k), 0) * rng.choice([-1, 1], k)
+    top = numpy_backend.split(x)[2].max(axis=1)           # exponent of the largest lsb in the row
+    beta = top + rng.integers(-80, 60, rows)
+    beta[2] = 0                                           # digits at the ties of p = 256 (128 mod 256)
+    x[2, :5] = [128.0, 384.0, -128.0, 640.0, -2.0 ** 40 - 128.0]
+    m = 49
+    got = numpy_backend.residues(x, beta, None, m, nearest)
+    ints = reference.scaled_integers(x, beta, 1, nearest)
+    for i, p in enumerate(crt.moduli(m)):
+        want = np.array([[crt.symmetric(v % p, p) for v in row] for row in ints])
+        assert np.array_equal(got[i], want), p
