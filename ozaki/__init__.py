@@ -16,6 +16,7 @@ import threading
 import numpy as np
 
 from . import crt, reference, scheme
+from .gemm import SUBSTRATES
 from .scheme import MODES, default_num_moduli
 
 __all__ = ["matmul", "dot", "config", "get_config", "MODES", "default_num_moduli",
@@ -23,7 +24,6 @@ __all__ = ["matmul", "dot", "config", "get_config", "MODES", "default_num_moduli
 
 __version__ = "0.1.0"
 
-SUBSTRATES = ("int8", "fp8")
 
 _state = threading.local()
 
@@ -95,8 +95,6 @@ def _check_options(mode, num_moduli, substrate):
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if substrate not in SUBSTRATES:
         raise ValueError(f"substrate must be one of {SUBSTRATES}, got {substrate!r}")
-    if substrate == "fp8":
-        raise NotImplementedError("the fp8 substrate is not implemented yet; use substrate='int8'")
     if num_moduli is not None:
         if isinstance(num_moduli, bool) or not isinstance(num_moduli, (int, np.integer)):
             raise TypeError(f"num_moduli must be an int or None, got {type(num_moduli).__name__}")
@@ -134,8 +132,10 @@ def matmul(a, b, /, *, mode=None, num_moduli=None, substrate="int8"):
         (default) and "fast" keep as many input bits as ``num_moduli`` allows.
     num_moduli : int, optional
         Moduli per product (1..49); None picks the mode's default.
-    substrate : {"int8"}
-        The low-precision GEMM used ("fp8" is not implemented yet).
+    substrate : {"int8", "fp8"}
+        The low-precision GEMM: int8 residues (default), or e4m3 digits of
+        them with FP32 accumulation (ozaki.gemm.fp8; CPU backend only so far,
+        NotImplementedError on cupy arrays).  The same bits either way.
 
     Returns
     -------
@@ -171,7 +171,7 @@ def matmul(a, b, /, *, mode=None, num_moduli=None, substrate="int8"):
     count = int(np.prod(batch, dtype=np.int64))
     a3 = xp.broadcast_to(a2, batch + a2.shape[-2:]).reshape((count,) + a2.shape[-2:])
     b3 = xp.broadcast_to(b2, batch + b2.shape[-2:]).reshape((count,) + b2.shape[-2:])
-    out = scheme.matmul_stack(a3, b3, mode, num_moduli, backend, get_config()["workspace"])
+    out = scheme.matmul_stack(a3, b3, mode, num_moduli, backend, get_config()["workspace"], substrate)
     out = out.reshape(batch + (m, n))
     if a.ndim == 1:
         out = out[..., 0, :]

@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass
 
 from . import crt
+from . import gemm as substrates
 from .crt.kulisch import LIMB_BITS
 
 MODES = ("fast", "accurate", "exact")
@@ -255,7 +256,7 @@ def add_residues(xp, x, y, m):
                      for i, p in enumerate(crt.moduli(m))]).astype(xp.int8)
 
 
-def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1):
+def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substrate="int8"):
     """The exact-then-rounded product under ``plan``; a list of the output parts.
 
     One part (real): A @ B.  Two parts (complex, Karatsuba in the residue domain):
@@ -296,10 +297,10 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1):
             for t in range(plan.slices_a):
                 for u in range(plan.slices_b):
                     if parts == 1:
-                        products[0].append(backend.gemm(ra[0][t], rb[0][u], batch))
+                        products[0].append(substrates.product(backend, substrate, ra[0][t], rb[0][u], batch))
                     else:
-                        p1, p2, p3 = (backend.gemm(ra[h][t], rb[h][u], batch).astype(xp.int64)
-                                      for h in range(3))
+                        p1, p2, p3 = (substrates.product(backend, substrate, ra[h][t], rb[h][u], batch)
+                                      .astype(xp.int64) for h in range(3))
                         products[0].append(p1 - p2)
                         products[1].append(p3 - p1 - p2)
                     shifts.append((t + u) * (plan.width or 0) // LIMB_BITS)
@@ -374,7 +375,7 @@ def _flags_found(xp, plan):
     return int((flags & 1).any()) + 2 * int((flags & 2).any())     # the one host sync
 
 
-def matmul2d(A, B, mode, num_moduli, backend, workspace=None):
+def matmul2d(A, B, mode, num_moduli, backend, workspace=None, substrate="int8"):
     """C = A @ B for 2-D float64 or complex128 arrays of the backend, exactly-then-rounded.
 
     ``workspace``: bytes the residues and products of one block may take
@@ -382,10 +383,10 @@ def matmul2d(A, B, mode, num_moduli, backend, workspace=None):
     and imaginary parts are each the exact sum of their 2k real terms, rounded
     once (and their IEEE specials are those of these real sums).
     """
-    return matmul_stack(A[None], B[None], mode, num_moduli, backend, workspace)[0]
+    return matmul_stack(A[None], B[None], mode, num_moduli, backend, workspace, substrate)[0]
 
 
-def matmul_stack(A, B, mode, num_moduli, backend, workspace=None):
+def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int8"):
     """C[g] = A[g] @ B[g] for stacks (batch, m, k), (batch, k, n), as matmul2d each.
 
     The stack goes through the pipeline at once (one plan over all rows, batched
@@ -407,14 +408,14 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None):
     per_matrix = ((m + n) * (k + 16) * (3 if complex_ else 1) + m * n * PRODUCT_BYTES[complex_]) * mods
     step = max(1, min(batch, workspace // max(per_matrix, 1)))
     if step == batch:                  # one piece: its result is the output (no copy)
-        return _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_)
+        return _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate)
     for g0 in range(0, batch, step):
         out[g0:g0 + step] = _stack_piece(A[g0:g0 + step], B[g0:g0 + step], mode, num_moduli, backend,
-                                         workspace, complex_)
+                                         workspace, complex_, substrate)
     return out
 
 
-def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_):
+def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate):
     xp = backend.xp
     batch, m, k = A.shape
     n = B.shape[2]
@@ -436,7 +437,8 @@ def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_):
         A_parts = [rows(A)]
         Bt_parts = [columns(B)]
         plan = make_plan(xp, A_parts[0], Bt_parts[0], mode, num_moduli, backend, batch=batch)
-    C = [c.reshape(batch, m, n) for c in product_finite(A_parts, Bt_parts, plan, backend, workspace, batch)]
+    C = [c.reshape(batch, m, n)
+         for c in product_finite(A_parts, Bt_parts, plan, backend, workspace, batch, substrate)]
     found = _flags_found(xp, plan)
     for g in _needing_fixups(xp, C, found):
         if complex_:

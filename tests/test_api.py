@@ -86,8 +86,6 @@ def test_option_errors():
         ozaki.matmul(a, a, num_moduli=2.5)
     with pytest.raises(ValueError, match="substrate"):
         ozaki.matmul(a, a, substrate="int4")
-    with pytest.raises(NotImplementedError, match="fp8"):
-        ozaki.matmul(a, a, substrate="fp8")
     with pytest.raises(TypeError):
         with ozaki.config(precision=3):
             pass

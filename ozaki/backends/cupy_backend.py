@@ -222,6 +222,12 @@ def gemm(Ra, Rbt, batch=1):
     return out if total is None else total
 
 
+def gemm_fp32_digits(Da, Dbt, batch=1):
+    """The fp8 substrate's digit GEMMs on cuBLASLt FP8 (e4m3, FP32 accumulation): not built."""
+    raise NotImplementedError("substrate='fp8' runs on the CPU backend only so far: the GPU digit GEMMs "
+                              "(cuBLASLt FP8 e4m3 -> FP32) are not built; use substrate='int8' on cupy arrays")
+
+
 # Outputs per thread of the epilogue for int32 products: 4 (16-byte loads, 172
 # registers) or 2 or 1 (52 registers, more warps in flight).  Measured on the
 # H200 (bench/results/2026-12-02-10b4461/steps.txt, 16 moduli): 10.1 / 10.3 /

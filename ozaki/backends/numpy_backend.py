@@ -142,15 +142,26 @@ def residues(x, beta, width, m, nearest=False):
     return out
 
 
+def _batched_matmul(Ra, Rbt, batch, dtype):
+    """(b, batch*m, k) x (b, batch*n, k) -> (batch, b, m, n) in ``dtype`` BLAS."""
+    b, rows, k = Ra.shape
+    a = Ra.astype(dtype).reshape(b, batch, rows // batch, k).transpose(1, 0, 2, 3)
+    c = Rbt.astype(dtype).reshape(b, batch, Rbt.shape[1] // batch, k).transpose(1, 0, 3, 2)
+    return np.matmul(a, c)
+
+
 def gemm(Ra, Rbt, batch=1):
     """Exact integer products: int8 (b, batch*m, k), (b, batch*n, k) -> int64 (batch, b, m, n).
 
     Matrix g of the batch is rows g*m..(g+1)*m of Ra[i] times those of Rbt[i].
     """
-    b, rows, k = Ra.shape
-    a = Ra.astype(np.float64).reshape(b, batch, rows // batch, k).transpose(1, 0, 2, 3)
-    c = Rbt.astype(np.float64).reshape(b, batch, Rbt.shape[1] // batch, k).transpose(1, 0, 3, 2)
-    return np.matmul(a, c).astype(np.int64)
+    return _batched_matmul(Ra, Rbt, batch, np.float64).astype(np.int64)
+
+
+def gemm_fp32_digits(Da, Dbt, batch=1):
+    """The fp8 substrate's digit GEMMs (ozaki.gemm.fp8): float32 BLAS, as FP8 tensor cores
+    accumulate in FP32; exact because every partial sum is an integer below 2**24."""
+    return _batched_matmul(Da, Dbt, batch, np.float32)
 
 
 def epilogue(products, shifts, m, beta_a, beta_b):

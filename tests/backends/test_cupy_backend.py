@@ -173,3 +173,10 @@ def test_epilogue_kernel(rng, m, shape, dtype, pairs):
     cpu = numpy_backend.epilogue(products, shifts, m, ba, bb)
     gpu = cupy_backend.epilogue([cupy.asarray(p) for p in products], shifts, m, cupy.asarray(ba), cupy.asarray(bb))
     assert same_bits(cpu, cupy.asnumpy(gpu))
+
+
+def test_fp8_substrate_not_built_on_gpu():
+    import cupy
+    a = cupy.ones((4, 4))
+    with pytest.raises(NotImplementedError, match="fp8"):
+        ozaki.matmul(a, a, substrate="fp8")

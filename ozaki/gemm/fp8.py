@@ -1,0 +1,66 @@
+"""The fp8 substrate: int8 residue products from e4m3 digits and FP32 accumulation.
+
+FP8 e4m3 holds every integer in [-16, 16] exactly, FP32 every integer below
+2**24.  A symmetric residue r in [-128, 127] is split as r = 16 x + y with
+y = ((r + 8) mod 16) - 8 in [-8, 7] and x in [-8, 8]; then
+
+    r_a r_b = 256 x_a x_b + 16 (x_a y_b + y_a x_b) + y_a y_b
+            = 256 XX + 16 (SS - XX - YY) + YY,   SS = (x_a + y_a)(x_b + y_b)
+
+three GEMMs of e4m3-exact digits (|x + y| <= 15) whose terms are at most
+DIGIT_PRODUCT_MAX = 225 in magnitude, so every FP32 partial sum of a length-K
+product is an integer below 2**24 (exact, in any order) for K <= K_CHUNK.
+The pieces are recombined in int64.  Everything here is small pure functions;
+the backend runs the digit GEMMs (``gemm_fp32_digits``).
+"""
+
+import numpy as np
+
+__all__ = ["split_digits", "digit_bounds", "K_CHUNK", "recombine", "gemm"]
+
+FP32_EXACT = 2 ** 24            # every integer of magnitude <= 2**24 is a float32
+
+
+def split_digits(r, xp=np):
+    """(x, y) int8 with r = 16 x + y, y in [-8, 7], x in [-8, 8], for int8 residues r."""
+    r = r.astype(xp.int16)
+    y = (r + 8) % 16 - 8
+    return ((r - y) // 16).astype(xp.int8), y.astype(xp.int8)
+
+
+def digit_bounds():
+    """The largest |x|, |y|, |x + y| and |digit product| over every int8 residue, by enumeration."""
+    r = np.arange(-128, 128)
+    x, y = split_digits(r)
+    x, y = x.astype(np.int64), y.astype(np.int64)
+    s = x + y
+    mx, my, ms = int(abs(x).max()), int(abs(y).max()), int(abs(s).max())
+    return mx, my, ms, max(mx * mx, my * my, ms * ms)
+
+
+MAX_X, MAX_Y, MAX_SUM, DIGIT_PRODUCT_MAX = digit_bounds()
+assert max(MAX_X, MAX_Y, MAX_SUM) <= 16, "digits must be e4m3-exact"
+# The inner length whose FP32 sums stay exact: K * 225 <= 2**24, rounded down to 16.
+K_CHUNK = (FP32_EXACT // DIGIT_PRODUCT_MAX) // 16 * 16
+
+
+def recombine(XX, YY, SS, xp=np):
+    """256 XX + 16 (SS - XX - YY) + YY in int64 from the three float32 digit products."""
+    XX, YY, SS = (v.astype(xp.int64) for v in (XX, YY, SS))
+    return 256 * XX + 16 * (SS - XX - YY) + YY
+
+
+def gemm(backend, Ra, Rbt, batch=1):
+    """Exact products (batch, b, m, n) of int8 residues through the digit GEMMs, K cut into
+    K_CHUNK pieces; the same integers as the int8 substrate."""
+    xp = backend.xp
+    k = Ra.shape[-1]
+    total = None
+    for k0 in range(0, max(k, 1), K_CHUNK):
+        xa, ya = split_digits(Ra[..., k0:k0 + K_CHUNK], xp)
+        xb, yb = split_digits(Rbt[..., k0:k0 + K_CHUNK], xp)
+        sa, sb = xa + ya, xb + yb                    # |x + y| <= 15: int8, e4m3-exact
+        XX, YY, SS = (backend.gemm_fp32_digits(a, b, batch) for a, b in ((xa, xb), (ya, yb), (sa, sb)))
+        part = recombine(XX, YY, SS, xp)
+        total = part if total is None else total + part
+    return total
