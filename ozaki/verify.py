@@ -97,6 +97,10 @@ def _progress(items, desc):
         return items
 
 
+# Substrates the CPU backend runs (the GPU has int8 only so far; see ozaki.gemm).
+SUBSTRATES_ON_CPU = ("int8", "fp8")
+
+
 def check_bits(rng, p, matmul):
     """Bit-for-bit rows: every family and mode against the exact-rational reference."""
     rows = []
@@ -116,9 +120,12 @@ def check_bits(rng, p, matmul):
             else:        # the special entries are IEEE's whatever the scaling
                 special = ~np.isfinite(ref_exact)
                 ref = np.where(special, ref_exact, C)
-            diff = _same_bits(C, ref)
             m = str(plan.num_moduli if finite else "-")
-            rows.append(Row(name, mode, m, "bit-for-bit", diff, math.nan, "pass" if diff == 0 else "fail"))
+            for substrate in SUBSTRATES_ON_CPU:          # check_bits runs on numpy arrays
+                C = C if substrate == "int8" else matmul(A, B, mode=mode, substrate=substrate)
+                diff = _same_bits(C, ref)
+                check = "bit-for-bit" + ("" if substrate == "int8" else f" ({substrate})")
+                rows.append(Row(name, mode, m, check, diff, math.nan, "pass" if diff == 0 else "fail"))
         # ulp errors where the exact value is finite (its terms then hold no NaN/inf)
         A0, B0 = np.where(np.isfinite(A), A, 0), np.where(np.isfinite(B), B, 0)
         fin = np.isfinite(ref_exact)
