@@ -53,15 +53,25 @@ def symmetric(v, p):
     return (v + h) % p - h
 
 
+def _small_representative(v, p):
+    """v - p rint(v / p) in float64, as the GPU epilogue does: a residue of the integers v
+    (|v| < 2**53, exact in float64) with |r| <= 1.5 p (the float64 quotient is off by at most one)."""
+    f = np.asarray(v).astype(np.float64)
+    q = np.rint(f * (1.0 / p))
+    q *= p
+    f -= q
+    return f.astype(np.int64)
+
+
 def reconstruct(residues, m):
     """Exact x from its residues modulo the first ``m`` moduli; normalized limbs.
 
-    ``residues``: integer array of shape (m, ...), any representatives (they are
-    reduced here).  The true value must satisfy |x| <= crt_bound(m).
+    ``residues``: integer array of shape (m, ...), any representatives below
+    2**53 in magnitude (they are reduced here).  The true value must satisfy |x| <= crt_bound(m).
     """
     k = crt_constants(m)
-    r = np.stack([symmetric(residues[i].astype(np.int64), p) for i, p in enumerate(k.moduli)])
-    # S_l = sum_i r_i c_il: |r_i c_il| < 2**7 * 2**32, at most 49 terms: no overflow.
+    r = np.stack([_small_representative(residues[i], p) for i, p in enumerate(k.moduli)])
+    # S_l = sum_i r_i c_il: |r_i c_il| < 2**9 * 2**32, at most 49 terms: no overflow.
     S = np.tensordot(k.c_limbs.T, r, axes=(1, 0))
     Sf = sum(S[l].astype(np.float64) * 2.0 ** (kulisch.LIMB_BITS * l) for l in range(k.L))
     q = np.rint(Sf / k.P_float).astype(np.int64)
