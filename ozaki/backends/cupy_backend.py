@@ -48,8 +48,9 @@ def default_workspace():
 
 
 # cuBLAS gemmEx: one strided-batched call over the moduli, or one call each.
-# Measured on the H200 (bench/results/2026-12-02-5cfbeb6/steps.txt, 17 moduli):
-# a call each is faster, 117 vs 129 ms at n = 16384, 13.0 vs 16.2 ms at 8192.
+# Measured on the H200 (bench/results/2026-12-02-c7a175a/steps.txt, 16 moduli,
+# untiled batched against tiled single calls): a call each is faster, 109.0 vs
+# 131.7 ms at n = 16384, 13.8 vs 16.4 ms at 8192.
 GEMM_BATCHED = False
 
 
