@@ -112,7 +112,7 @@ def _transform(x, sign, div, opts):
         w = xp.asarray(twiddles.roots(N, sign))
         tw = w[(np.arange(N1)[:, None] * np.arange(N2)[None, :]) % N]
         Y = Ys[0] + Ys[1] if split else Ys[0]
-        Z = _transform((Y * tw[:, None, :]).reshape(N1 * B, N2), sign, div, opts).reshape(N1, B, N2)
+        Z = _transform(_times(Y, tw[:, None, :]).reshape(N1 * B, N2), sign, div, opts).reshape(N1, B, N2)
     return Z.transpose(1, 2, 0).reshape(B, N)                    # k = k1 + N1 k2
 
 
@@ -158,10 +158,23 @@ def _bluestein(x, sign, div, opts):
     B, N = x.shape
     M = bluestein_length(N)
     a = xp.zeros((B, M), dtype=xp.complex128)
-    a[:, :N] = x * xp.asarray(_chirp(N, sign))
+    a[:, :N] = _times(x, xp.asarray(_chirp(N, sign)))
     A = _transform(a, -1, 1, opts)
-    y = _transform(A * _chirp_spectrum(xp, N, M, sign, opts)[None], 1, M, opts)
-    return y[:, :N] * xp.asarray(_chirp(N, sign, div))[None]
+    y = _transform(_times(A, _chirp_spectrum(xp, N, M, sign, opts)[None]), 1, M, opts)
+    return _times(y[:, :N], xp.asarray(_chirp(N, sign, div))[None])
+
+
+def _times(a, b):
+    """a * b for complex arrays, each real operation a pass of its own: the textbook
+    (ar br - ai bi) + i (ar bi + ai br), rounded after every step.  A fused
+    complex multiply (CuPy's kernels may contract to FMAs, numpy's do not) would
+    round differently, and the GPU must return the CPU's bits."""
+    xp = _xp(a)
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    out = xp.empty(xp.broadcast_shapes(a.shape, b.shape), dtype=xp.complex128)
+    out.real = xp.subtract(xp.multiply(ar, br), xp.multiply(ai, bi))
+    out.imag = xp.add(xp.multiply(ar, bi), xp.multiply(ai, br))
+    return out
 
 
 def _div(norm, N, inverse):

@@ -158,3 +158,16 @@ def test_bluestein_never_worse_than_numpy(rng):
     assert ours <= l2_error(np.fft.fft(x), ref, ks) and ours <= 2.5e-16, ours
     inv = of.ifft(x, norm="forward")
     assert np.linalg.norm(inv - np.fft.ifft(x, norm="forward")) <= 1e-15 * np.linalg.norm(inv)
+
+
+def test_twiddle_products_round_every_step(rng):
+    """The FFT's elementwise complex products are (ar br - ai bi) + i (ar bi + ai br) with every
+    operation rounded, as Python floats compute it: the same bits on any BLAS, SIMD or GPU."""
+    from ozaki.fft import _times
+    a = rng.standard_normal(200) * np.exp2(rng.integers(-30, 30, 200)) + 1j * rng.standard_normal(200)
+    b = rng.standard_normal(200) + 1j * rng.standard_normal(200) * np.exp2(rng.integers(-30, 30, 200))
+    got = _times(a, b)
+    for x, y, z in zip(a, b, got):
+        re = float(x.real) * float(y.real) - float(x.imag) * float(y.imag)
+        im = float(x.real) * float(y.imag) + float(x.imag) * float(y.real)
+        assert (z.real, z.imag) == (re, im)
