@@ -10,7 +10,10 @@ The transform is Bailey's six-step algorithm on ozaki.matmul: for N = N1 N2,
 stage 1 is one GEMM with the N1-point DFT matrix over all columns; stage 2 is
 one small GEMM per row k1 whose matrix has the twiddles w_N^(n2 k1) (and the
 norm's scaling) folded in, so no rounding happens between the two but the one
-of the stage-1 output.  Lengths up to 256 are one direct DFT GEMM; N1, N2 <= 256
+of the stage-1 output.  With fewer than FOLD_MIN_ROWS transforms the per-row
+matrices would be matrix-vector shaped, so stage 2 is one GEMM with the
+N2-point DFT after an error-free twiddle product (P + E, Dekker and Knuth),
+again with no rounding in between.  Lengths up to 256 are one direct DFT GEMM; N1, N2 <= 256
 cover every length whose factors allow it up to 65536; longer lengths recurse
 on stage 2 with an explicit (rounded) twiddle multiplication.  Lengths with no
 such factorization run as a direct DFT GEMM up to 4096 points and through
@@ -99,7 +102,21 @@ def _transform(x, sign, div, opts):
         eye = xp.eye(N1, dtype=xp.complex128)
         Ys.append(_matmul(xp.concatenate(F1 + [-eye], axis=1), xp.concatenate([X1, X1, Y]), opts))
     Ys = [y.reshape(N1, B, N2) for y in Ys]
-    if N2 <= DIRECT_MAX:
+    if N2 <= DIRECT_MAX and split and B < FOLD_MIN_ROWS and _in_split_range(xp, Ys[0]):
+        # stage 2 for few rows: the folded per-row matrices would make B x N2 by N2 x N2
+        # products (matrix-vector shaped for one transform); instead the twiddle product
+        # is formed exactly as P + E (error-free transformations) and one GEMM applies
+        # the N2-point DFT to all rows: Z = [P, P, C] [F2_hi; F2_lo; F2_hi] with
+        # C = E + Y_hi tw_lo + Y_rem tw_hi, so the output is again rounded once
+        # (the omitted terms are below 2**-100 of the sum, as in the folded path).
+        idx = (np.arange(N1)[:, None] * np.arange(N2)[None, :]) % N
+        tw = [xp.asarray(part[idx])[:, None, :] for part in twiddles.root_parts(N, sign)]
+        P, E = _times_exactly(Ys[0], tw[0])
+        C = E + _times(Ys[0], tw[1]) + _times(Ys[1], tw[0])
+        F2 = [xp.asarray(twiddles.dft_matrix(N2, sign, div, part)) for part in range(2)]
+        rows = xp.concatenate([P, P, C], axis=2).reshape(N1 * B, 3 * N2)
+        Z = _matmul(rows, xp.concatenate(F2 + [F2[0]]), opts).reshape(N1, B, N2)     # F2 symmetric
+    elif N2 <= DIRECT_MAX:
         # stage 2, twiddles folded in: Z[k1, b, k2] = sum_n2 G[k1, k2, n2] Y[k1, b, n2]
         G = [xp.asarray(twiddles.stage2_matrices(N1, N2, sign, div, part)).transpose(0, 2, 1)
              for part in range(1 + split)]
@@ -175,6 +192,60 @@ def _times(a, b):
     out.real = xp.subtract(xp.multiply(ar, br), xp.multiply(ai, bi))
     out.imag = xp.add(xp.multiply(ar, bi), xp.multiply(ai, br))
     return out
+
+
+# Fewer rows than this per transform take stage 2 as one GEMM after an exact
+# twiddle product (measured on the CPU: one 16384-point transform 11.3 s folded,
+# about 1 s this way); more rows keep the folded per-row matrices.
+FOLD_MIN_ROWS = 16
+
+
+def _split_veltkamp(a):
+    """a = hi + lo exactly with 26-bit halves (Dekker); |a| < 2**996."""
+    c = a * 134217729.0
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_prod(a, b):
+    """(p, e): p = fl(a b) and a b = p + e exactly (Dekker, no FMA: every backend alike)."""
+    p = a * b
+    ah, al = _split_veltkamp(a)
+    bh, bl = _split_veltkamp(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _two_sum(a, b):
+    """(s, e): s = fl(a + b) and a + b = s + e exactly (Knuth)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _times_exactly(a, b):
+    """(P, E) for complex arrays: P = _times(a, b) bit for bit and a b = P + E up to the
+    rounding of E itself (below 2**-100 of |a b| when the products neither overflow nor
+    underflow: see _in_split_range)."""
+    xp = _xp(a)
+    h1, l1 = _two_prod(a.real, b.real)
+    h2, l2 = _two_prod(a.imag, b.imag)
+    h3, l3 = _two_prod(a.real, b.imag)
+    h4, l4 = _two_prod(a.imag, b.real)
+    re, e_re = _two_sum(h1, -h2)
+    im, e_im = _two_sum(h3, h4)
+    P = xp.empty(re.shape, dtype=xp.complex128)
+    E = xp.empty(re.shape, dtype=xp.complex128)
+    P.real, P.imag = re, im
+    E.real, E.imag = e_re + (l1 - l2), e_im + (l3 + l4)
+    return P, E
+
+
+def _in_split_range(xp, Y):
+    """Whether the error-free products are exact for Y times roots of unity: finite, the
+    largest part below 2**900 (no overflow in Dekker's split) and above 2**-900 (the
+    errors of the largest products stay normal).  One host synchronization."""
+    top = float(xp.max(xp.maximum(xp.abs(Y.real), xp.abs(Y.imag)))) if Y.size else 0.0
+    return 2.0 ** -900 < top < 2.0 ** 900
 
 
 def _div(norm, N, inverse):

@@ -171,3 +171,33 @@ def test_twiddle_products_round_every_step(rng):
         re = float(x.real) * float(y.real) - float(x.imag) * float(y.imag)
         im = float(x.real) * float(y.imag) + float(x.imag) * float(y.real)
         assert (z.real, z.imag) == (re, im)
+
+
+def test_error_free_twiddle_products(rng):
+    """P + E is the exact complex product (Fractions) to 2**-100, and P is _times's rounding."""
+    from fractions import Fraction
+    from ozaki.fft import _times, _times_exactly
+    a = (rng.standard_normal(300) + 1j * rng.standard_normal(300)) * np.exp2(rng.integers(-300, 300, 300))
+    b = np.exp(1j * rng.random(300) * 6.3)
+    P, E = _times_exactly(a, b)
+    assert np.array_equal(P.view(np.int64), _times(a, b).view(np.int64))
+    for x, y, p, e in zip(a, b, P, E):
+        F = Fraction
+        re = F(x.real) * F(y.real) - F(x.imag) * F(y.imag)
+        im = F(x.real) * F(y.imag) + F(x.imag) * F(y.real)
+        size = abs(F(x.real)) + abs(F(x.imag))
+        assert abs(F(p.real) + F(e.real) - re) <= size * F(2) ** -100
+        assert abs(F(p.imag) + F(e.imag) - im) <= size * F(2) ** -100
+
+
+@pytest.mark.parametrize("N", [1024, 4096, 360])
+def test_few_rows_stage2_as_accurate_as_folded(rng, N, monkeypatch):
+    """One transform (stage 2 as one GEMM after exact twiddle products) against the folded
+    per-row matrices: both within the promise, against an mpmath DFT."""
+    x = rng.random(N) - 0.5 + 1j * (rng.random(N) - 0.5)
+    ks = sorted({0, 1, N - 1} | {int(k) for k in rng.integers(0, N, 10)})
+    ref = mp_dft_bins(x, ks)
+    few = l2_error(of.fft(x), ref, ks)
+    monkeypatch.setattr(of, "FOLD_MIN_ROWS", 0)
+    folded = l2_error(of.fft(x), ref, ks)
+    assert few <= 1.0e-16 and folded <= 1.0e-16 and few <= 2 * folded + 1e-17, (few, folded)
