@@ -44,8 +44,9 @@ def _clog2(k):
 
 # Default moduli counts: keep DEFAULT_BITS_PER_SIDE bits of each row/column
 # maximum plus log2(k) for the growth of the product, and never fewer than
-# MIN_DEFAULT_MODULI: 16 moduli for k <= 2**22.  Measured (exact DMMCH ratio on 40 sampled entries, native = numpy's
-# BLAS on the same inputs, bench/accuracy_counts.py):
+# MIN_DEFAULT_MODULI: 16 moduli for k <= 2**24.  Measured (exact DMMCH ratio on
+# 40 sampled entries, native = numpy's BLAS on the same inputs,
+# bench/accuracy_counts.py):
 #   N(0,1), k = 16384: native 0.138; accurate 14: 0.59, 15: 0.056, 16: 0.012;
 #                      fast 15: 0.17, 16: 0.012
 #   exp(2 N(0,1)), k = 4096: native 4.56; accurate 15: 1.86, 16: 0.46;
