@@ -47,4 +47,6 @@ def test_more_moduli_never_hurt_much(rng):
     errs = [reference.dmmch_ratio(ozaki.matmul(A, B, mode="accurate", num_moduli=m), A, B, e)
             for m in (8, 12, 16, 20)]
     assert errs[0] > errs[1] > errs[2] >= errs[3]
-    assert errs[0] > 1e6 and errs[3] <= 0.5
+    # 20 moduli keep more bits than float64 holds: what is left is the final rounding,
+    # at most half an ulp of C, and ulp(C) <= 2**-52 |C| <= 2 eps |A||B|: a ratio of at most 1.
+    assert errs[0] > 1e6 and errs[3] <= 1.0

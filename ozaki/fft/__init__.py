@@ -47,18 +47,20 @@ def _xp(a):
     return np
 
 
+@lru_cache(maxsize=None)
 def _factor(N):
-    """(N1, N2) with N = N1 N2, N1 <= DIRECT_MAX, N2 as small as possible; None if none."""
-    best = None
-    for N1 in range(min(N, DIRECT_MAX), 1, -1):
-        if N % N1 == 0:
-            N2 = N // N1
-            if N2 <= DIRECT_MAX or _factor(N2) is not None:
-                if best is None or abs(N1 - N2) < abs(best[0] - best[1]):
-                    best = (N1, N2)
-                if N2 <= DIRECT_MAX:
-                    break
-    return best
+    """(N1, N2) with N = N1 N2 and N1 <= DIRECT_MAX, or None if there is none.
+
+    Two stages (N2 <= DIRECT_MAX too) when possible, the most balanced pair:
+    a small N2 makes stage 2's per-row N2 x N2 products thin (512 = 256 x 2
+    would multiply by 2 x 2 matrices).  Else the largest N1 whose N2 factors.
+    """
+    divisors = [N1 for N1 in range(min(N - 1, DIRECT_MAX), 1, -1) if N % N1 == 0]
+    two_stage = [(N1, N // N1) for N1 in divisors if N // N1 <= DIRECT_MAX]
+    if two_stage:
+        return min(two_stage, key=lambda f: (abs(f[0] - f[1]), -f[0]))
+    deeper = [(N1, N // N1) for N1 in divisors if _factor(N // N1) is not None]
+    return deeper[0] if deeper else None
 
 
 def algorithm(N):
