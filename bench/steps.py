@@ -22,9 +22,16 @@ def _probes(be, ra, rb, prod, plan, m, t):
     GEMMs, and the epilogue's outputs per thread (cupy_backend.EPILOGUE_VEC)."""
     out = {}
     tile, vec = be.GEMM_TILE, be.EPILOGUE_VEC
-    for be.GEMM_TILE in (2048, 4096, 8192, 1 << 30):
-        out[f"int8 gemms, tile {min(be.GEMM_TILE, ra.shape[1])}"] = t(lambda: be.gemm(ra, rb))
-    be.GEMM_TILE = tile
+    try:
+        for size in (2048, 4096, 8192, 1 << 30):
+            be.GEMM_TILE = size
+            out[f"int8 gemms, tile {min(size, ra.shape[1])}"] = t(lambda: be.gemm(ra, rb))
+        for per_thread in (1, 2, 4):
+            be.EPILOGUE_VEC = per_thread
+            out[f"epilogue, {per_thread} outputs per thread"] = t(
+                lambda: be.epilogue([prod], [0], m, plan.beta_a, plan.beta_b))
+    finally:
+        be.GEMM_TILE, be.EPILOGUE_VEC = tile, vec
     try:
         import torch
         ta = torch.as_tensor(ra[0], device="cuda")
@@ -32,10 +39,6 @@ def _probes(be, ra, rb, prod, plan, m, t):
         out["torch._int_mm x moduli"] = t(lambda: [torch._int_mm(ta, tb) for _ in range(m)])
     except Exception as exc:                                 # torch absent or too old
         print("torch._int_mm probe skipped:", exc)
-    for be.EPILOGUE_VEC in (1, 2, 4):
-        out[f"epilogue, {be.EPILOGUE_VEC} outputs per thread"] = t(
-            lambda: be.epilogue([prod], [0], m, plan.beta_a, plan.beta_b))
-    be.EPILOGUE_VEC = vec
     return out
 
 

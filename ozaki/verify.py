@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from . import reference, scheme
+from .gemm import SUBSTRATES
 from .backends import numpy_backend
 
 PROFILES = {
@@ -97,10 +98,6 @@ def _progress(items, desc):
         return items
 
 
-# Substrates the CPU backend runs (the GPU has int8 only so far; see ozaki.gemm).
-SUBSTRATES_ON_CPU = ("int8", "fp8")
-
-
 def check_bits(rng, p, matmul):
     """Bit-for-bit rows: every family and mode against the exact-rational reference."""
     rows = []
@@ -121,9 +118,9 @@ def check_bits(rng, p, matmul):
                 special = ~np.isfinite(ref_exact)
                 ref = np.where(special, ref_exact, C)
             m = str(plan.num_moduli if finite else "-")
-            for substrate in SUBSTRATES_ON_CPU:          # check_bits runs on numpy arrays
-                C = C if substrate == "int8" else matmul(A, B, mode=mode, substrate=substrate)
-                diff = _same_bits(C, ref)
+            for substrate in SUBSTRATES:      # numpy arrays here: the CPU backend runs every substrate
+                Cs = C if substrate == "int8" else matmul(A, B, mode=mode, substrate=substrate)
+                diff = _same_bits(Cs, ref)
                 check = "bit-for-bit" + ("" if substrate == "int8" else f" ({substrate})")
                 rows.append(Row(name, mode, m, check, diff, math.nan, "pass" if diff == 0 else "fail"))
         # ulp errors where the exact value is finite (its terms then hold no NaN/inf)

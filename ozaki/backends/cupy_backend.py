@@ -74,10 +74,14 @@ def _kernel(file, function, defines, device, tables=None):
     return module.get_function(function)
 
 
-def _array(ctype, name, values):
-    """A __constant__ array definition; doubles as exact hexadecimal literals."""
-    text = lambda v: float(v).hex() if ctype == "double" else f"{int(v)}LL"
-    return f"__constant__ {ctype} {name} = {{{', '.join(text(v) for v in values)}}};\n"
+def _doubles(values):
+    """A C initializer of doubles as exact hexadecimal literals."""
+    return "{" + ", ".join(float(v).hex() for v in values) + "}"
+
+
+def _array(name, values):
+    """A __constant__ double array definition."""
+    return f"__constant__ double {name} = {_doubles(values)};\n"
 
 
 @functools.lru_cache(maxsize=None)
@@ -87,14 +91,13 @@ def _constant_tables(m, crt=False):
     MOD_P, MOD_INV (1/p rounded), MOD_C26, MOD_C52 (2**26, 2**52 mod p), and
     with ``crt`` the CRT limbs CRT_C[i][l], CRT_P[l] and CRT_INV_P."""
     ps = _moduli(m)
-    src = (_array("double", "MOD_P[]", ps) + _array("double", "MOD_INV[]", [1.0 / p for p in ps])
-           + _array("double", "MOD_C26[]", [pow(2, 26, p) for p in ps])
-           + _array("double", "MOD_C52[]", [pow(2, 52, p) for p in ps]))
+    src = (_array("MOD_P[]", ps) + _array("MOD_INV[]", [1.0 / p for p in ps])
+           + _array("MOD_C26[]", [pow(2, 26, p) for p in ps])
+           + _array("MOD_C52[]", [pow(2, 52, p) for p in ps]))
     if crt:
         k = crt_constants(m)
-        src += (f"__constant__ double CRT_C[{m}][{k.L}] = {{"
-                + ", ".join("{" + ", ".join(float(c).hex() for c in row) + "}" for row in k.c_limbs) + "};\n"
-                + _array("double", "CRT_P[]", k.P_limbs)
+        src += (f"__constant__ double CRT_C[{m}][{k.L}] = {{{', '.join(_doubles(row) for row in k.c_limbs)}}};\n"
+                + _array("CRT_P[]", k.P_limbs)
                 + f"#define CRT_INV_P {(1.0 / k.P_float).hex()}\n")
     return src
 
@@ -244,7 +247,7 @@ def epilogue(products, shifts, m, beta_a, beta_b):
     npairs, _, rows, cols = prod.shape
     lacc = k.L + max(shifts) + 1
     int32 = prod.dtype == cupy.int32
-    vec = EPILOGUE_VEC if int32 and cols % 4 == 0 else 1     # one 16-byte load per modulus
+    vec = EPILOGUE_VEC if int32 and cols % 4 == 0 else 1     # vector loads need int32 and aligned rows
     defines = (("PROD_T", "int" if int32 else "long long"), ("VEC", vec),
                ("NMOD", m), ("LP", k.L), ("LACC", k.L if npairs == 1 else lacc))
     if npairs == 1:

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..crt import crt_constants, kulisch, reconstruct, symmetric
+from ..crt import crt_constants, kulisch, reconstruct, remainder_near, symmetric
 from ..crt import moduli as _moduli
 
 xp = np
@@ -129,10 +129,7 @@ def residues(x, beta, width, m, nearest=False):
         r += v0
         if top:
             r += v2 * float(pow(2, 52, p))
-        np.multiply(r, 1.0 / p, out=t)
-        np.rint(t, out=t)
-        t *= p
-        r -= t
+        remainder_near(r, p, t)
         if p == 256:
             r[r == 128.0] = -128.0
         out[i] = r

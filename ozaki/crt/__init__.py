@@ -3,8 +3,8 @@
 from . import kulisch
 from .moduli import (CRT_SLACK_BITS, check_table, crt_bound, crt_bound_float, max_num_moduli,
                      moduli, num_moduli_for_bits, product, usable_bits)
-from .reconstruct import CRTConstants, crt_constants, reconstruct, symmetric
+from .reconstruct import CRTConstants, crt_constants, reconstruct, remainder_near, symmetric
 
 __all__ = ["kulisch", "CRT_SLACK_BITS", "check_table", "crt_bound", "crt_bound_float", "max_num_moduli", "moduli",
            "num_moduli_for_bits", "product", "usable_bits", "CRTConstants",
-           "crt_constants", "reconstruct", "symmetric"]
+           "crt_constants", "reconstruct", "remainder_near", "symmetric"]

@@ -18,7 +18,7 @@ import numpy as np
 from . import kulisch
 from .moduli import moduli as _moduli
 
-__all__ = ["CRTConstants", "crt_constants", "symmetric", "reconstruct"]
+__all__ = ["CRTConstants", "crt_constants", "symmetric", "remainder_near", "reconstruct"]
 
 
 @dataclass(frozen=True)
@@ -53,14 +53,16 @@ def symmetric(v, p):
     return (v + h) % p - h
 
 
-def _small_representative(v, p):
-    """v - p rint(v / p) in float64, as the GPU epilogue does: a residue of the integers v
-    (|v| < 2**53, exact in float64) with |r| <= 1.5 p (the float64 quotient is off by at most one)."""
-    f = np.asarray(v).astype(np.float64)
-    q = np.rint(f * (1.0 / p))
+def remainder_near(f, p, scratch=None):
+    """f - p rint(f / p), in place, for a float64 array f of integers below 2**53 (exact):
+    a residue of f with |r| <= 1.5 p, the float64 quotient being off by at most one (and
+    exactly rint(f / p), so |r| <= p / 2, when |f| < 2**35).  The GPU kernels' reduction.
+    ``scratch``: an array like f for the quotient (one is made if None)."""
+    q = np.multiply(f, 1.0 / p, out=scratch)
+    np.rint(q, out=q)
     q *= p
     f -= q
-    return f.astype(np.int64)
+    return f
 
 
 def reconstruct(residues, m):
@@ -70,7 +72,8 @@ def reconstruct(residues, m):
     2**53 in magnitude (they are reduced here).  The true value must satisfy |x| <= crt_bound(m).
     """
     k = crt_constants(m)
-    r = np.stack([_small_representative(residues[i], p) for i, p in enumerate(k.moduli)])
+    r = np.stack([remainder_near(residues[i].astype(np.float64), p).astype(np.int64)
+                  for i, p in enumerate(k.moduli)])
     # S_l = sum_i r_i c_il: |r_i c_il| < 2**9 * 2**32, at most 49 terms: no overflow.
     S = np.tensordot(k.c_limbs.T, r, axes=(1, 0))
     Sf = sum(S[l].astype(np.float64) * 2.0 ** (kulisch.LIMB_BITS * l) for l in range(k.L))

@@ -111,7 +111,7 @@ def _transform(x, sign, div, opts):
         # the N2-point DFT to all rows: Z = [P, P, C] [F2_hi; F2_lo; F2_hi] with
         # C = E + Y_hi tw_lo + Y_rem tw_hi, so the output is again rounded once
         # (the omitted terms are below 2**-100 of the sum, as in the folded path).
-        idx = (np.arange(N1)[:, None] * np.arange(N2)[None, :]) % N
+        idx = _twiddle_exponents(N1, N2)
         tw = [xp.asarray(part[idx])[:, None, :] for part in twiddles.root_parts(N, sign)]
         P, E = _times_exactly(Ys[0], tw[0])
         C = E + _times(Ys[0], tw[1]) + _times(Ys[1], tw[0])
@@ -128,11 +128,15 @@ def _transform(x, sign, div, opts):
             Z = _matmul(Ys[0], G[0], opts)
     else:
         # long stage 2: an explicit twiddle product (rounded), then N2-point transforms
-        w = xp.asarray(twiddles.roots(N, sign))
-        tw = w[(np.arange(N1)[:, None] * np.arange(N2)[None, :]) % N]
+        tw = xp.asarray(twiddles.roots(N, sign)[_twiddle_exponents(N1, N2)])
         Y = Ys[0] + Ys[1] if split else Ys[0]
         Z = _transform(_times(Y, tw[:, None, :]).reshape(N1 * B, N2), sign, div, opts).reshape(N1, B, N2)
     return Z.transpose(1, 2, 0).reshape(B, N)                    # k = k1 + N1 k2
+
+
+def _twiddle_exponents(N1, N2):
+    """(N1, N2): the exponents n2 k1 mod N of the twiddles w_N between the stages."""
+    return (np.arange(N1)[:, None] * np.arange(N2)[None, :]) % (N1 * N2)
 
 
 def bluestein_length(N):
