@@ -28,6 +28,46 @@ def time_gpu(fn, warmup=2, repeats=7):
     return float(np.median(times)), [float(t) for t in times]
 
 
+BACKEND_STEPS = ("scan_rows", "residues", "transposed", "gemm", "gemm_fp32_digits", "epilogue")
+
+
+def step_split(fn, steps=BACKEND_STEPS):
+    """Milliseconds of one fn() run spent in each cupy-backend step (CUDA events around
+    every call, none of these steps calls another), the rest under "other"."""
+    import cupy
+    from ozaki.backends import cupy_backend as be
+    events = {name: [] for name in steps}
+    saved = {name: getattr(be, name) for name in steps}
+
+    def timed(name, f):
+        def wrapper(*args, **kwargs):
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            try:
+                return f(*args, **kwargs)
+            finally:
+                end.record()
+                events[name].append((start, end))
+        return wrapper
+
+    for name in steps:
+        setattr(be, name, timed(name, saved[name]))
+    try:
+        cupy.cuda.Device().synchronize()
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+    finally:
+        for name in steps:
+            setattr(be, name, saved[name])
+    split = {name: sum(cupy.cuda.get_elapsed_time(a, b) for a, b in ev) for name, ev in events.items() if ev}
+    split["total"] = cupy.cuda.get_elapsed_time(start, end)
+    split["other"] = split["total"] - sum(v for k, v in split.items() if k != "total")
+    return {k: round(v, 3) for k, v in split.items()}
+
+
 def sample_entries(rng, m, n, count):
     return [(int(i), int(j)) for i, j in zip(rng.integers(0, m, count), rng.integers(0, n, count))]
 

@@ -2,7 +2,9 @@
 
     python -m bench.fft --sizes 1048576 --cubes 256 --out bench/results/fft.json
 
-Errors: benchFFT's L2 relative error of sampled bins against an mpmath DFT at
+Each row also splits one transform's time over the pipeline steps (residues,
+GEMMs, epilogue, ...: bench.common.step_split), the rest being the FFT's own
+twiddle products and transposes.  Errors: benchFFT's L2 relative error of sampled bins against an mpmath DFT at
 40 digits (1-D only; a 3-D bin would need N^3 terms).
 """
 
@@ -45,13 +47,15 @@ def main(argv=None):
         t_cufft, _ = common.time_gpu(lambda: cupy.fft.fftn(d), repeats=a.repeats)
         t_ours, _ = common.time_gpu(lambda: of.fftn(d), warmup=1, repeats=a.repeats)
         record({"shape": [n, n, n], "cufft_ms": t_cufft, "ozaki_ms": t_ours, "ratio": t_cufft / t_ours,
-                "rel_diff_to_cufft": rel_diff(of.fftn(d), cupy.fft.fftn(d))})
+                "rel_diff_to_cufft": rel_diff(of.fftn(d), cupy.fft.fftn(d)),
+                "split_ms": common.step_split(lambda: of.fftn(d))})
     for N in a.sizes:
         x = rng.random(N) - 0.5 + 1j * (rng.random(N) - 0.5)
         d = cupy.asarray(x)
         t_cufft, _ = common.time_gpu(lambda: cupy.fft.fft(d), repeats=a.repeats)
         t_ours, _ = common.time_gpu(lambda: of.fft(d), warmup=1, repeats=a.repeats)
-        row = {"shape": [N], "cufft_ms": t_cufft, "ozaki_ms": t_ours, "ratio": t_cufft / t_ours}
+        row = {"shape": [N], "cufft_ms": t_cufft, "ozaki_ms": t_ours, "ratio": t_cufft / t_ours,
+               "split_ms": common.step_split(lambda: of.fft(d))}
         if N <= a.max_l2_size:
             ks = [int(k) for k in rng.integers(0, N, max(1, a.bins * 65536 // N))]
             ref = dft_bins(x, ks)

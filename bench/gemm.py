@@ -19,7 +19,7 @@ import ozaki
 from bench import common
 
 
-def run(sizes, modes, families, samples, repeats, emulated=True):
+def run(sizes, modes, families, samples, repeats, emulated=True, substrates=("int8",)):
     import cupy
     rows = []
     for n in sizes:
@@ -57,13 +57,14 @@ def run(sizes, modes, families, samples, repeats, emulated=True):
                            "dmmch": common.dmmch(Cs, A, B, entries)}
                     rows.append(row)
                     print_row(row)
-            for mode, nm in modes:
-                f = lambda: ozaki.matmul(dA, dB, mode=mode, num_moduli=nm)
+            for mode, nm, substrate in [(mo, nm, su) for su in substrates for mo, nm in modes]:
+                f = lambda: ozaki.matmul(dA, dB, mode=mode, num_moduli=nm, substrate=substrate)
                 t, _ = common.time_gpu(f, warmup=1, repeats=repeats)
                 C = cupy.asnumpy(f())
                 k = 2 * n if family == "complex" else n        # a complex row joins both parts
                 used = nm or (ozaki.default_num_moduli(mode, k) if mode != "exact" else None)
-                row = {"n": n, "family": family, "impl": f"ozaki_{mode}", "num_moduli": used,
+                impl = f"ozaki_{mode}" + ("" if substrate == "int8" else f"_{substrate}")
+                row = {"n": n, "family": family, "impl": impl, "num_moduli": used, "substrate": substrate,
                        "ms": t, "tflops": flops / t / 1e9, "ratio": t_native / t,
                        "dmmch": common.dmmch(C, A, B, entries)}
                 rows.append(row)
@@ -99,7 +100,7 @@ def cublas_emulated(n, samples):
 
 
 def print_row(r):
-    print(f"{r['n']:6d} {r['family']:7s} {r['impl']:16s} m={str(r.get('num_moduli', '-')):4s} "
+    print(f"{r['n']:6d} {r['family']:7s} {r['impl']:20s} m={str(r.get('num_moduli', '-')):4s} "
           f"{r['ms']:9.2f} ms {r['tflops']:7.2f} TFLOPS x{r['ratio']:5.2f}  dmmch {r['dmmch']:.3g}",
           flush=True)
 
@@ -112,11 +113,13 @@ def main(argv=None):
                     help="mode or mode:num_moduli")
     ap.add_argument("--samples", type=int, default=24)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--substrates", nargs="+", default=["int8"], help="GEMM substrates of the ozaki rows")
     ap.add_argument("--no-emulated", action="store_true", help="skip cuBLAS's FP64 emulation")
     ap.add_argument("--out", default="bench/results/gemm.json")
     a = ap.parse_args(argv)
     modes = [(s.split(":")[0], int(s.split(":")[1]) if ":" in s else None) for s in a.modes]
-    rows = run(a.sizes, modes, a.families, a.samples, a.repeats, emulated=not a.no_emulated)
+    rows = run(a.sizes, modes, a.families, a.samples, a.repeats, emulated=not a.no_emulated,
+               substrates=a.substrates)
     common.write_json(a.out, {"meta": common.meta(), "rows": rows})
 
 

@@ -16,22 +16,93 @@ from bench import common
 from ozaki import scheme
 
 
+# The epilogue's access pattern without its arithmetic: NMOD int32 streams
+# mod_stride apart summed into one double per output, to tell whether the
+# epilogue is held back by memory or by arithmetic.
+READ_ONLY = r"""
+extern "C" __global__ void read_only(const int* __restrict__ prod, long long total, long long mod_stride,
+                                     int nmod, double* __restrict__ out) {
+    for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < total;
+         v += (long long)gridDim.x * blockDim.x) {
+        long long s = 0;
+        for (int i = 0; i < nmod; ++i) s += prod[v + i * mod_stride];
+        out[v] = (double)s;
+    }
+}
+"""
+
+
+def _overlapped(be, ra, rb, plan, m, streams):
+    """The tile-by-tile GEMMs on one stream and each finished tile's epilogue on
+    another (CUDA events order them), so the memory-bound epilogue can run while
+    the tensor cores work on the next tile."""
+    import cupy
+    s_gemm, s_epi = streams
+    n_rows, n_cols = ra.shape[1], rb.shape[1]
+    prod = be.products_buffer(1, m, n_rows, n_cols)
+    out = cupy.empty((n_rows, n_cols), dtype=cupy.float64)
+    cur = cupy.cuda.get_current_stream()
+    start = cur.record()
+    s_gemm.wait_event(start)
+    s_epi.wait_event(start)
+    for i0, mt in be._tiles(n_rows):
+        for j0, nt in be._tiles(n_cols):
+            with s_gemm:
+                be.gemm_tile(ra, rb, prod, i0, mt, j0, nt)
+                done = s_gemm.record()
+            s_epi.wait_event(done)
+            with s_epi:
+                be.epilogue([prod[0, :, i0:i0 + mt, j0:j0 + nt]], [0], m, plan.beta_a[i0:i0 + mt],
+                            plan.beta_b[j0:j0 + nt], out=out[i0:i0 + mt, j0:j0 + nt])
+    cur.wait_event(s_epi.record())
+    cur.wait_event(s_gemm.record())
+    return out
+
+
 def _probes(be, ra, rb, prod, plan, m, t):
     """Other ways to run the same steps, to see what their rates depend on: the
     GEMM output tile (cupy_backend.GEMM_TILE), torch._int_mm (cuBLASLt) for the
-    GEMMs, and the epilogue's outputs per thread (cupy_backend.EPILOGUE_VEC)."""
+    GEMMs, the epilogue's outputs per thread (cupy_backend.EPILOGUE_VEC), the
+    padding between moduli's products (cupy_backend.MOD_PAD), the epilogue's
+    reads alone, and the epilogue overlapped with the GEMMs."""
+    import cupy
     out = {}
-    tile, vec = be.GEMM_TILE, be.EPILOGUE_VEC
+    tile, vec, pad = be.GEMM_TILE, be.EPILOGUE_VEC, be.MOD_PAD
     try:
-        for size in (2048, 4096, 8192, 1 << 30):
+        for size in (4096, 8192):
             be.GEMM_TILE = size
             out[f"int8 gemms, tile {min(size, ra.shape[1])}"] = t(lambda: be.gemm(ra, rb))
-        for per_thread in (1, 2, 4):
+        be.GEMM_TILE = tile
+        for per_thread in (1, 2):
             be.EPILOGUE_VEC = per_thread
             out[f"epilogue, {per_thread} outputs per thread"] = t(
                 lambda: be.epilogue([prod], [0], m, plan.beta_a, plan.beta_b))
+        be.EPILOGUE_VEC = vec
+        read_only = cupy.RawKernel(READ_ONLY, "read_only")
+        for mod_pad in (0, 128, 2112, 33024):
+            be.MOD_PAD = mod_pad
+            padded = be.gemm(ra, rb)[0]
+            out[f"epilogue, moduli {mod_pad} elements apart"] = t(
+                lambda: be.epilogue([padded], [0], m, plan.beta_a, plan.beta_b))
+            total = padded.shape[1] * padded.shape[2]
+            sums = cupy.empty(total, dtype=cupy.float64)
+            grid, block = be._grid(total, 256)
+            out[f"epilogue reads alone, moduli {mod_pad} apart"] = t(
+                lambda: read_only(grid, block, (padded, np.int64(total), np.int64(padded.strides[0] // 4),
+                                                np.int32(m), sums)))
+            del padded
+        be.MOD_PAD = pad
+        want = be.epilogue([prod], [0], m, plan.beta_a, plan.beta_b)
+        for name, priorities in (("one stream", None), ("two streams", (0, 0)), ("two streams, gemm first", (-1, 0))):
+            if priorities is None:
+                streams = (cupy.cuda.get_current_stream(),) * 2
+            else:
+                streams = tuple(cupy.cuda.Stream(non_blocking=True, priority=p) for p in priorities)
+            got = _overlapped(be, ra, rb, plan, m, streams)
+            assert bool((got.view(cupy.int64) == want.view(cupy.int64)).all()), name
+            out[f"gemms + epilogue by tile, {name}"] = t(lambda: _overlapped(be, ra, rb, plan, m, streams))
     finally:
-        be.GEMM_TILE, be.EPILOGUE_VEC = tile, vec
+        be.GEMM_TILE, be.EPILOGUE_VEC, be.MOD_PAD = tile, vec, pad
     try:
         import torch
         ta = torch.as_tensor(ra[0], device="cuda")
@@ -69,6 +140,7 @@ def steps(n, mode, nm, repeats, probes=False):
     if probes:
         out.update(_probes(be, ra, rb, prod, plan, m, t))
     out["epilogue"] = t(lambda: be.epilogue([prod], [0], m, plan.beta_a, plan.beta_b))
+    out["int8 gemms + epilogue"] = out["int8 gemms, a call each"] + out["epilogue"]
     out["total matmul"] = t(lambda: ozaki.matmul(A, B, mode=mode, num_moduli=nm))
     out["native dgemm"] = t(lambda: A @ B)
     gemm_ms = out["int8 gemms, a call each"]

@@ -134,8 +134,8 @@ def matmul(a, b, /, *, mode=None, num_moduli=None, substrate="int8"):
         Moduli per product (1..49); None picks the mode's default.
     substrate : {"int8", "fp8"}
         The low-precision GEMM: int8 residues (default), or e4m3 digits of
-        them with FP32 accumulation (ozaki.gemm.fp8; CPU backend only so far,
-        NotImplementedError on cupy arrays).  The same bits either way.
+        them with FP32 accumulation (ozaki.gemm.fp8; cuBLASLt FP8 through
+        PyTorch on cupy arrays).  The same bits either way.
 
     Returns
     -------

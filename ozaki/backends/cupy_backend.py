@@ -112,6 +112,14 @@ def _device():
     return cupy.cuda.Device().id
 
 
+def _cublas():
+    """CuPy's cuBLAS handle, bound to the current stream (CuPy's own cuBLAS calls
+    rebind it each time; a raw call must too, or it runs on the last stream set)."""
+    handle = cupy.cuda.device.get_cublas_handle()
+    cublas.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    return handle
+
+
 def _grid(total, block=256):
     return (int(min(max((total + block - 1) // block, 1), 65535 * 8)),), (block,)
 
@@ -142,7 +150,7 @@ def transposed(x):
     out = cupy.empty((n, k), dtype=cupy.float64)
     one, zero = np.array(1.0), np.array(0.0)
     # Column-major: x is n x k (ld n); out = x^T is k x n (ld k).
-    cublas.dgeam(cupy.cuda.device.get_cublas_handle(), cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, k, n,
+    cublas.dgeam(_cublas(), cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, k, n,
                  one.ctypes.data, x.data.ptr, n, zero.ctypes.data, out.data.ptr, k, out.data.ptr, k)
     return out
 
@@ -183,9 +191,49 @@ def _pad(R):
 GEMM_TILE = 4096
 
 
+# Elements between consecutive moduli's products beyond m*n: 0 puts them exactly
+# 2**k bytes apart for power-of-two sizes, which the epilogue (reading every
+# modulus at the same offset) may find in the same DRAM channels;
+# bench/steps.py --probes times pads.
+MOD_PAD = 0
+
+
 def _tiles(size):
     tile = GEMM_TILE if size > GEMM_TILE else size
     return [(s, min(tile, size - s)) for s in range(0, size, tile)]
+
+
+def products_buffer(batch, b, m, n):
+    """An int32 (batch, b, m, n) array for GEMM products, MOD_PAD elements between moduli."""
+    S = m * n + (MOD_PAD if b > 1 else 0)
+    buf = cupy.empty(batch * b * S, dtype=cupy.int32)
+    return cupy.lib.stride_tricks.as_strided(buf, (batch, b, m, n), (b * S * 4, S * 4, n * 4, 4))
+
+
+def gemm_tile(Ra, Rbt, out, i0, mt, j0, nt, k0=0, kc=None, batch=1):
+    """out[:, :, i0:i0+mt, j0:j0+nt] = the int8 products of that tile over k0..k0+kc,
+    for padded residues Ra (b, batch*m, kp), Rbt (b, batch*n, kp): a cuBLAS call per
+    modulus (or one over the moduli, GEMM_BATCHED), each over the batch."""
+    b, _, kp = Ra.shape
+    _, _, m, n = out.shape
+    kc = kp - k0 if kc is None else kc
+    S = out.strides[1] // 4                                      # elements per modulus
+    one = np.array(1, dtype=np.int32)
+    zero = np.array(0, dtype=np.int32)
+    if batch == 1 and GEMM_BATCHED:
+        calls = [(0, b, m * kp, n * kp, S)]                      # one call over the moduli
+    else:
+        calls = [(i, batch, m * kp, n * kp, out.strides[0] // 4) for i in range(b)]   # a call per modulus
+    handle = _cublas()
+    # Column-major view: C^T (n x m) = Rbt (k x n)^T . Ra (k x m), both k-contiguous.
+    for i, count, stride_a, stride_b, stride_c in calls:
+        cublas.gemmStridedBatchedEx(
+            handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, nt, mt, kc,
+            one.ctypes.data,
+            Rbt.data.ptr + (i * batch * n + j0) * kp + k0, _CUDA_R_8I, kp, stride_b,
+            Ra.data.ptr + (i * batch * m + i0) * kp + k0, _CUDA_R_8I, kp, stride_a,
+            zero.ctypes.data, out.data.ptr + (i * S + i0 * n + j0) * 4, _CUDA_R_32I, n,
+            stride_c, count, _CUBLAS_COMPUTE_32I, _CUBLAS_GEMM_DEFAULT)
 
 
 def gemm(Ra, Rbt, batch=1):
@@ -199,37 +247,84 @@ def gemm(Ra, Rbt, batch=1):
     Ra, Rbt = _pad(Ra), _pad(Rbt)
     b, rows, kp = Ra.shape
     m, n = rows // batch, Rbt.shape[1] // batch
-    handle = cupy.cuda.device.get_cublas_handle()
-    one = np.array(1, dtype=np.int32)
-    zero = np.array(0, dtype=np.int32)
-    out = cupy.empty((batch, b, m, n), dtype=cupy.int32)
-    if batch == 1 and GEMM_BATCHED:
-        calls = [(0, b, m * kp, n * kp, m * n)]                  # one call over the moduli
-    else:
-        calls = [(i, batch, m * kp, n * kp, b * m * n) for i in range(b)]   # a call per modulus
+    out = products_buffer(batch, b, m, n)
     total = None
     for k0 in range(0, kp, K_CHUNK):
         kc = min(K_CHUNK, kp - k0)
         for i0, mt in _tiles(m):
             for j0, nt in _tiles(n):
-                # Column-major view: C^T (n x m) = Rbt (k x n)^T . Ra (k x m), both k-contiguous.
-                for i, count, stride_a, stride_b, stride_c in calls:
-                    cublas.gemmStridedBatchedEx(
-                        handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, nt, mt, kc,
-                        one.ctypes.data,
-                        Rbt.data.ptr + (i * batch * n + j0) * kp + k0, _CUDA_R_8I, kp, stride_b,
-                        Ra.data.ptr + (i * batch * m + i0) * kp + k0, _CUDA_R_8I, kp, stride_a,
-                        zero.ctypes.data, out.data.ptr + (i * m * n + i0 * n + j0) * 4, _CUDA_R_32I, n,
-                        stride_c, count, _CUBLAS_COMPUTE_32I, _CUBLAS_GEMM_DEFAULT)
+                gemm_tile(Ra, Rbt, out, i0, mt, j0, nt, k0, kc, batch)
         if kc < kp:
             total = out.astype(cupy.int64) if total is None else total + out
     return out if total is None else total
 
 
+# The fp8 substrate's digit GEMMs run on cuBLASLt FP8 (e4m3 x e4m3 -> FP32,
+# fast accumulation off) through PyTorch's torch._scaled_mm with unit tensor
+# scales, the maintained binding installed beside CuPy on the GPU machine (CuPy
+# exposes no FP8 matmul).  FP8_K_CHUNK caps the inner length of one call: the
+# FP32 sums of fp8.K_CHUNK terms are exact in any order, but the Hopper FP8 MMA
+# accumulates inside the tensor core with fewer bits; bench/fp8.py measures
+# which lengths come out exact (bench/results/*/fp8_exactness.json).
+FP8_K_CHUNK = 74560
+FP8_ROWS = 16                   # cuBLASLt FP8 wants every dimension a multiple of 16
+
+
+@functools.lru_cache(maxsize=None)
+def _e4m3_codes(device):
+    from ..gemm import fp8
+    return cupy.asarray(fp8.E4M3_CODES)
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as exc:                   # pragma: no cover - the GPU image has it
+        raise NotImplementedError("substrate='fp8' on cupy arrays needs PyTorch (torch._scaled_mm, "
+                                  "cuBLASLt FP8); use substrate='int8'") from exc
+    if not hasattr(torch, "float8_e4m3fn") or not hasattr(torch, "_scaled_mm"):
+        raise NotImplementedError(f"substrate='fp8' needs torch._scaled_mm and float8_e4m3fn; "
+                                  f"torch {torch.__version__} lacks them")
+    return torch
+
+
+def _e4m3(torch, D):
+    """int8 digits (b, rows, k) as a torch float8_e4m3fn tensor (b, rows16, k16), zero padded."""
+    b, rows, k = D.shape
+    rp, kp = -(-rows // FP8_ROWS) * FP8_ROWS, _padded(k)
+    codes = cupy.zeros((b, rp, kp), dtype=cupy.uint8)          # byte 0 is e4m3 +0
+    codes[:, :rows, :k] = _e4m3_codes(_device())[D.view(cupy.uint8)]
+    return torch.from_dlpack(codes).view(torch.float8_e4m3fn)
+
+
 def gemm_fp32_digits(Da, Dbt, batch=1):
-    """The fp8 substrate's digit GEMMs on cuBLASLt FP8 (e4m3, FP32 accumulation): not built."""
-    raise NotImplementedError("substrate='fp8' runs on the CPU backend only so far: the GPU digit GEMMs "
-                              "(cuBLASLt FP8 e4m3 -> FP32) are not built; use substrate='int8' on cupy arrays")
+    """FP32 products of e4m3-exact int8 digit stacks: (b, batch*m, k), (b, batch*n, k)
+    -> float32 (batch, b, m, n), one cuBLASLt FP8 call per modulus, matrix and
+    FP8_K_CHUNK piece (the pieces' sums stay below 2**24: exact in FP32)."""
+    torch = _torch()
+    b, rows, k = Da.shape
+    m, n = rows // batch, Dbt.shape[1] // batch
+    out = cupy.empty((batch, b, m, n), dtype=cupy.float32)
+    if out.size == 0:
+        return out
+    stream = torch.cuda.ExternalStream(cupy.cuda.get_current_stream().ptr)
+    with torch.cuda.stream(stream):
+        one = torch.ones((), dtype=torch.float32, device="cuda")
+        result = torch.from_dlpack(out)
+        for g in range(batch):
+            ta = _e4m3(torch, Da[:, g * m:(g + 1) * m])
+            tb = _e4m3(torch, Dbt[:, g * n:(g + 1) * n])
+            kp = ta.shape[-1]
+            for i in range(b):
+                acc = None
+                for k0 in range(0, kp, FP8_K_CHUNK):
+                    # Row-major A piece times column-major B piece (B^T rows, transposed view).
+                    part = torch._scaled_mm(ta[i, :, k0:k0 + FP8_K_CHUNK], tb[i, :, k0:k0 + FP8_K_CHUNK].t(),
+                                            scale_a=one, scale_b=one, out_dtype=torch.float32,
+                                            use_fast_accum=False)
+                    acc = part if acc is None else acc + part
+                result[g, i] = acc[:m, :n]
+    return out
 
 
 # Outputs per thread of the epilogue for int32 products: 4 (16-byte loads, 172
@@ -239,24 +334,38 @@ def gemm_fp32_digits(Da, Dbt, batch=1):
 EPILOGUE_VEC = 1
 
 
-def epilogue(products, shifts, m, beta_a, beta_b):
-    """CRT, Kulisch sum of slice pairs and one rounding, in one kernel pass."""
+def epilogue(products, shifts, m, beta_a, beta_b, out=None):
+    """CRT, Kulisch sum of slice pairs and one rounding, in one kernel pass.
+
+    One slice pair is read where it lies (any strides with a contiguous last
+    axis: a padded modulus stride, an output tile); ``out`` may be a view of a
+    larger float64 matrix (the tile's place in it)."""
     k = crt_constants(m)
-    prod = products[0][None] if len(products) == 1 else cupy.stack(products)
-    prod = cupy.ascontiguousarray(prod)
+    if len(products) == 1:
+        prod = products[0][None]
+        if prod.strides[-1] != prod.itemsize:
+            prod = cupy.ascontiguousarray(prod)
+    else:
+        prod = cupy.stack(products)
     npairs, _, rows, cols = prod.shape
+    pair_stride, mod_stride, row_stride = (s // prod.itemsize for s in prod.strides[:3])
     lacc = k.L + max(shifts) + 1
     int32 = prod.dtype == cupy.int32
-    vec = EPILOGUE_VEC if int32 and cols % 4 == 0 else 1     # vector loads need int32 and aligned rows
+    # vector loads need int32, aligned rows and aligned modulus/pair strides
+    aligned = all(v % 4 == 0 for v in (cols, row_stride, mod_stride, pair_stride if npairs > 1 else 0))
+    vec = EPILOGUE_VEC if int32 and aligned else 1
     defines = (("PROD_T", "int" if int32 else "long long"), ("VEC", vec),
                ("NMOD", m), ("LP", k.L), ("LACC", k.L if npairs == 1 else lacc))
     if npairs == 1:
         defines += (("SINGLE_PAIR", 1),)
     kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
-    out = cupy.empty((rows, cols), dtype=cupy.float64)
+    if out is None:
+        out = cupy.empty((rows, cols), dtype=cupy.float64)
+    assert out.shape == (rows, cols) and out.dtype == cupy.float64 and out.strides[-1] == 8
     grid, block = _grid(rows * (cols // vec), 128)
-    kern(grid, block, (prod, np.int32(npairs), np.int64(rows), np.int64(cols),
+    kern(grid, block, (prod, np.int32(npairs), np.int64(rows), np.int64(cols), np.int64(pair_stride),
+                       np.int64(mod_stride), np.int64(row_stride),
                        cupy.asarray(np.array(shifts, dtype=np.int32)),
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
-                       cupy.ascontiguousarray(beta_b, dtype=cupy.int64), out))
+                       cupy.ascontiguousarray(beta_b, dtype=cupy.int64), out, np.int64(out.strides[0] // 8)))
     return out

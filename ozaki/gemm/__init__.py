@@ -4,8 +4,8 @@
           cupy: cuBLAS gemmEx INT8 -> INT32)
     fp8   ozaki.gemm.fp8: each residue split into two e4m3-exact digits, three
           FP32-accumulated GEMMs per modulus (Karatsuba), recombined exactly;
-          the backend supplies ``gemm_fp32_digits`` (numpy: float32 BLAS).  The
-          GPU side (cuBLASLt FP8) is not built yet.
+          the backend supplies ``gemm_fp32_digits`` (numpy: float32 BLAS;
+          cupy: cuBLASLt FP8 e4m3 -> FP32 through torch._scaled_mm).
 
 Both give the same integer products, so the substrate never changes a result's bits.
 """

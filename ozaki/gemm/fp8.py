@@ -16,7 +16,7 @@ the backend runs the digit GEMMs (``gemm_fp32_digits``).
 
 import numpy as np
 
-__all__ = ["split_digits", "digit_bounds", "K_CHUNK", "recombine", "gemm"]
+__all__ = ["split_digits", "digit_bounds", "K_CHUNK", "e4m3_bits", "E4M3_CODES", "recombine", "gemm"]
 
 FP32_EXACT = 2 ** 24            # every integer of magnitude <= 2**24 is a float32
 
@@ -44,23 +44,55 @@ assert max(MAX_X, MAX_Y, MAX_SUM) <= 16, "digits must be e4m3-exact"
 K_CHUNK = (FP32_EXACT // DIGIT_PRODUCT_MAX) // 16 * 16
 
 
+def e4m3_bits(v):
+    """The FP8 e4m3 (fn) byte of the integer v, |v| <= 16: sign, 4 exponent bits
+    (bias 7), 3 mantissa bits; ValueError where e4m3 does not hold v exactly."""
+    v = int(v)
+    magnitude = abs(v)
+    if magnitude == 0:
+        return 0x00
+    e = magnitude.bit_length() - 1                  # 2**e <= |v| < 2**(e + 1)
+    mantissa = (magnitude << 3 >> e) - 8            # 3 bits after the implicit one
+    if magnitude > 16 or (mantissa + 8) << e != magnitude << 3:
+        raise ValueError(f"{v} is not an e4m3-exact digit")
+    return (0x80 if v < 0 else 0) | (e + 7) << 3 | mantissa
+
+
+# The e4m3 byte of every possible digit, indexed by the digit's int8 byte (its
+# uint8 view); bytes that are no digit map to 0x7F (NaN), so a stray one shows.
+E4M3_CODES = np.full(256, 0x7F, dtype=np.uint8)
+for _v in range(-MAX_SUM, MAX_SUM + 1):
+    E4M3_CODES[_v & 0xFF] = e4m3_bits(_v)
+del _v
+
+
 def recombine(XX, YY, SS, xp=np):
     """256 XX + 16 (SS - XX - YY) + YY in int64 from the three float32 digit products."""
     XX, YY, SS = (v.astype(xp.int64) for v in (XX, YY, SS))
     return 256 * XX + 16 * (SS - XX - YY) + YY
 
 
+# Residue products |r_a r_b| <= 2**14: a length-k sum fits int32 below this k.
+INT32_K = (2 ** 31 - 1) // 2 ** 14
+
+
 def gemm(backend, Ra, Rbt, batch=1):
     """Exact products (batch, b, m, n) of int8 residues through the digit GEMMs, K cut into
-    K_CHUNK pieces; the same integers as the int8 substrate."""
+    K_CHUNK pieces; the same integers as the int8 substrate (int32 when they fit
+    for every input, k <= INT32_K, else int64).  One modulus at a time, so the
+    FP32 digit products and their recombination take one modulus's memory."""
     xp = backend.xp
-    k = Ra.shape[-1]
-    total = None
-    for k0 in range(0, max(k, 1), K_CHUNK):
-        xa, ya = split_digits(Ra[..., k0:k0 + K_CHUNK], xp)
-        xb, yb = split_digits(Rbt[..., k0:k0 + K_CHUNK], xp)
-        sa, sb = xa + ya, xb + yb                    # |x + y| <= 15: int8, e4m3-exact
-        XX, YY, SS = (backend.gemm_fp32_digits(a, b, batch) for a, b in ((xa, xb), (ya, yb), (sa, sb)))
-        part = recombine(XX, YY, SS, xp)
-        total = part if total is None else total + part
-    return total
+    b, rows, k = Ra.shape
+    m, n = rows // batch, Rbt.shape[1] // batch
+    out = xp.empty((batch, b, m, n), dtype=xp.int32 if k <= INT32_K else xp.int64)
+    for i in range(b):
+        total = None
+        for k0 in range(0, max(k, 1), K_CHUNK):
+            xa, ya = split_digits(Ra[i:i + 1, :, k0:k0 + K_CHUNK], xp)
+            xb, yb = split_digits(Rbt[i:i + 1, :, k0:k0 + K_CHUNK], xp)
+            sa, sb = xa + ya, xb + yb                    # |x + y| <= 15: int8, e4m3-exact
+            XX, YY, SS = (backend.gemm_fp32_digits(a, b_, batch) for a, b_ in ((xa, xb), (ya, yb), (sa, sb)))
+            part = recombine(XX, YY, SS, xp)
+            total = part if total is None else total + part
+        out[:, i] = total[:, 0]
+    return out

@@ -175,8 +175,97 @@ def test_epilogue_kernel(rng, m, shape, dtype, pairs):
     assert same_bits(cpu, cupy.asnumpy(gpu))
 
 
-def test_fp8_substrate_not_built_on_gpu():
+@pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
+def test_fp8_substrate_same_bits(rng, mode):
+    """substrate='fp8' on the GPU (cuBLASLt FP8) gives the CPU int8 substrate's bits."""
+    A, B = inputs.wide(rng, (37, 90), 40), inputs.wide(rng, (90, 21), 40)
+    A[0, 0], B[1, 1] = 0.0, -0.0
+    cpu, gpu = both(A, B, mode=mode, substrate="fp8")
+    assert same_bits(cpu, gpu)
+    assert same_bits(cpu, ozaki.matmul(A, B, mode=mode))
+    if mode == "exact":
+        assert same_bits(gpu, reference.exact_matmul(A, B))
+
+
+def test_fp8_substrate_complex_and_stack(rng):
+    A = inputs.normal(rng, (3, 20, 33)) + 1j * inputs.normal(rng, (3, 20, 33))
+    B = inputs.normal(rng, (3, 33, 18)) - 1j * inputs.normal(rng, (3, 33, 18))
+    cpu, gpu = both(A, B, substrate="fp8")
+    assert same_bits(cpu, gpu)
+
+
+@pytest.mark.parametrize("k", [16, 4096, 74560])
+def test_fp8_digit_gemms_exact_on_adversarial_sums(rng, k):
+    """The Hopper question: FP8 tensor cores accumulate with fewer bits than FP32.
+    Digit products all of one sign at the largest magnitude (partial sums up to
+    225 k, near 2**24 at the chunk limit), large terms followed by unit ones
+    (a wide accumulator meets small addends), and random digits: every FP32
+    output must be the exact integer (checked in Python ints via int64)."""
     import cupy
-    a = cupy.ones((4, 4))
-    with pytest.raises(NotImplementedError, match="fp8"):
-        ozaki.matmul(a, a, substrate="fp8")
+    from ozaki.backends import cupy_backend
+    from ozaki.gemm import fp8
+    n = 32
+    Da = rng.integers(-15, 16, (1, n, k)).astype(np.int8)
+    Dbt = rng.integers(-15, 16, (1, n, k)).astype(np.int8)
+    Da[0, 0], Dbt[0, 0] = 15, 15                          # 225 k, one sign
+    Da[0, 1], Dbt[0, 1] = -15, 15                         # -225 k
+    Da[0, 2], Dbt[0, 2, :k // 2] = 15, 15
+    Dbt[0, 2, k // 2:] = 0
+    Dbt[0, 2, -1] = 1                                      # 225 k/2 + 15: the unit survives?
+    Da[0, 3, :k // 2], Da[0, 3, k // 2:] = 15, 1          # big terms, then ones
+    Dbt[0, 3] = 15
+    Da[0, 4], Dbt[0, 4] = 8, 8                              # x digits at their largest: 64 k
+    got = cupy.asnumpy(cupy_backend.gemm_fp32_digits(cupy.asarray(Da), cupy.asarray(Dbt)))[0, 0]
+    want = Da[0].astype(np.int64) @ Dbt[0].astype(np.int64).T
+    assert np.abs(want).max() <= fp8.DIGIT_PRODUCT_MAX * k <= 2 ** 24
+    bad = np.argwhere(got.astype(np.int64) != want)
+    assert bad.size == 0, f"{len(bad)} inexact, first {bad[:3].tolist()}: {got[tuple(bad[0])]} != {want[tuple(bad[0])]}"
+
+
+def test_fp8_residue_gemm_across_chunks(rng, monkeypatch):
+    """A residue product longer than one FP8 call (FP8_K_CHUNK lowered) still equals the int8 one."""
+    import cupy
+    from ozaki.backends import cupy_backend
+    from ozaki.gemm import fp8
+    monkeypatch.setattr(cupy_backend, "FP8_K_CHUNK", 64)
+    Ra = cupy.asarray(rng.integers(-128, 128, (2, 24, 300)).astype(np.int8))
+    Rbt = cupy.asarray(rng.integers(-128, 128, (2, 40, 300)).astype(np.int8))
+    Ra[0], Rbt[0] = -128, -128
+    assert cupy.array_equal(fp8.gemm(cupy_backend, Ra, Rbt), cupy_backend.gemm(Ra, Rbt))
+
+
+def test_epilogue_reads_views_and_writes_into_tiles(rng, monkeypatch):
+    """Products with a padded modulus stride, read through a tile view, rounded into a view
+    of a larger output: the same bits as the CPU epilogue of that tile."""
+    import cupy
+    from ozaki.backends import cupy_backend, numpy_backend
+    monkeypatch.setattr(cupy_backend, "MOD_PAD", 40)
+    m, n, k = 16, 24, 300
+    Ra = rng.integers(-128, 128, (m, n, k)).astype(np.int8)
+    Rbt = rng.integers(-128, 128, (m, n, k)).astype(np.int8)
+    prod = cupy_backend.gemm(cupy.asarray(Ra), cupy.asarray(Rbt))[0]
+    assert prod.strides[0] == (n * n + 40) * 4
+    cpu = numpy_backend.gemm(Ra, Rbt)[0]
+    assert np.array_equal(cupy.asnumpy(prod), cpu)
+    ba, bb = rng.integers(-60, 0, n), rng.integers(-60, 0, n)
+    out = cupy.full((n, n), np.nan)
+    tile = out[4:20, 8:16]
+    cupy_backend.epilogue([prod[:, 4:20, 8:16]], [0], m, cupy.asarray(ba[4:20]), cupy.asarray(bb[8:16]), out=tile)
+    want = numpy_backend.epilogue([cpu[:, 4:20, 8:16]], [0], m, ba[4:20], bb[8:16])
+    assert same_bits(cupy.asnumpy(out[4:20, 8:16]), want)
+    assert bool(cupy.isnan(out[:4]).all()) and bool(cupy.isnan(out[:, :8]).all())   # outside untouched
+
+
+def test_runs_on_the_current_stream(rng):
+    """The raw cuBLAS calls follow CuPy's current stream (CuPy's handle is shared)."""
+    import cupy
+    from cupy.cuda import cublas
+    A, B = inputs.normal(rng, (64, 80)), inputs.normal(rng, (80, 48))
+    cpu = ozaki.matmul(A, B)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        dA, dB = cupy.asarray(A), cupy.asarray(B)
+        gpu = ozaki.matmul(dA, dB)
+        assert cublas.getStream(cupy.cuda.device.get_cublas_handle()) == stream.ptr
+    stream.synchronize()
+    assert same_bits(cpu, cupy.asnumpy(gpu))

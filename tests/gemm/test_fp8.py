@@ -31,6 +31,26 @@ def test_every_residue_splits_into_e4m3_digits():
     assert (fp8.MAX_X, fp8.MAX_Y, fp8.MAX_SUM, fp8.DIGIT_PRODUCT_MAX) == (8, 8, 15, 225)
 
 
+def decode_e4m3(byte):
+    """The value of an e4m3 (fn) byte, from the format's definition (no NaN/inf needed here)."""
+    sign = -1 if byte & 0x80 else 1
+    e, mantissa = (byte >> 3) & 0xF, byte & 0x7
+    if e == 0:                                               # subnormal: 2**-6 * m / 8
+        return sign * mantissa * 2.0 ** -9
+    return sign * (8 + mantissa) * 2.0 ** (e - 10)
+
+
+def test_e4m3_codes_decode_to_the_digits():
+    for v in range(-16, 17):
+        assert decode_e4m3(fp8.e4m3_bits(v)) == v
+    for v in range(-15, 16):
+        assert fp8.E4M3_CODES[v & 0xFF] == fp8.e4m3_bits(v)
+    assert fp8.E4M3_CODES[100] == 0x7F and fp8.E4M3_CODES[(-100) & 0xFF] == 0x7F     # no digit: NaN
+    for v in (17, 18, -19, 100):
+        with pytest.raises(ValueError, match="e4m3"):
+            fp8.e4m3_bits(v)
+
+
 def test_chunk_keeps_fp32_sums_exact():
     """K_CHUNK terms of the largest digit product stay at or below 2**24, where float32 is exact;
     checked on float32 BLAS with every term at the maximum and of one sign."""

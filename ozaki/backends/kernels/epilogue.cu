@@ -83,17 +83,19 @@ __device__ __forceinline__ double round_to_float64(long long* a, long long expon
 
 extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npairs, NMOD, rows, cols)
                                     int npairs, long long rows, long long cols,
+                                    long long pair_stride, long long mod_stride, long long row_stride,
                                     const int* __restrict__ shifts,         // (npairs,) in limbs
                                     const long long* __restrict__ beta_a,
                                     const long long* __restrict__ beta_b,
-                                    double* __restrict__ out) {
-    long long mn = rows * cols;
+                                    double* __restrict__ out, long long out_stride) {
+    // Strides in elements: the products may be a view (a padded modulus stride,
+    // an output tile); the last axis is contiguous.
     long long groups = cols / VEC;                  // cols is a multiple of VEC
     for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < rows * groups;
          v += (long long)gridDim.x * blockDim.x) {
         long long row = v / groups;
         long long col0 = (v - row * groups) * VEC;
-        long long idx = row * cols + col0;
+        long long idx = row * row_stride + col0;
         long long acc[VEC][LACC];
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
@@ -109,19 +111,19 @@ extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npair
             for (int e = 0; e < VEC; ++e)
 #pragma unroll
                 for (int l = 0; l < LP; ++l) S[e][l] = 0.0;
-            const PROD_T* pp = prod + (long long)pair * NMOD * mn + idx;
+            const PROD_T* pp = prod + (long long)pair * pair_stride + idx;
 #pragma unroll
             for (int i = 0; i < NMOD; ++i) {
                 PROD_T x[VEC];
 #if VEC == 4
-                int4 w = *reinterpret_cast<const int4*>(pp + (long long)i * mn);
+                int4 w = *reinterpret_cast<const int4*>(pp + (long long)i * mod_stride);
                 x[0] = w.x; x[1] = w.y; x[2] = w.z; x[3] = w.w;
 #elif VEC == 2
-                int2 w = *reinterpret_cast<const int2*>(pp + (long long)i * mn);
+                int2 w = *reinterpret_cast<const int2*>(pp + (long long)i * mod_stride);
                 x[0] = w.x; x[1] = w.y;
 #else
 #pragma unroll
-                for (int e = 0; e < VEC; ++e) x[e] = pp[(long long)i * mn + e];
+                for (int e = 0; e < VEC; ++e) x[e] = pp[(long long)i * mod_stride + e];
 #endif
 #pragma unroll
                 for (int e = 0; e < VEC; ++e) {
@@ -154,7 +156,7 @@ extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npair
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
             normalize(acc[e], LACC);
-            out[idx + e] = round_to_float64<LACC>(acc[e], ba + beta_b[col0 + e]);
+            out[row * out_stride + col0 + e] = round_to_float64<LACC>(acc[e], ba + beta_b[col0 + e]);
         }
     }
 }
