@@ -5,6 +5,7 @@
 #   quick  GPU tests, time split with GEMM probes, GEMM n = 8192, 16384   (about 5 min)
 #   full   all of it: GEMM n = 1024..16384, ZGEMM, FFT, verify --profile full  (under 10 min)
 #   extra  GEMM 16384 again, phi1 and ZGEMM 8192, FFT 2^24 and 512^3         (about 5 min)
+#   probe  GPU tests, fp8 exactness, step probes at 16384, fp8 vs int8 GEMM, FFT with time splits
 set -u
 OUT=${OUT:-bench/results/out}
 W=$(mktemp -d)
@@ -22,6 +23,14 @@ if [ "$profile" = quick ]; then
     stage gpu_tests 170 python3 -m pytest -q --maxfail=5 -m gpu tests -p no:cacheprovider
     stage steps 60 python3 -m bench.steps --sizes 8192 16384 --probes --out "$W/steps.json"
     stage gemm 150 python3 -m bench.gemm --sizes 8192 16384 --families normal --modes $modes --out "$W/gemm.json"
+elif [ "$profile" = probe ]; then
+    stage gpu_tests 170 python3 -m pytest -q -m gpu tests -p no:cacheprovider --junitxml="$W/gpu_tests.xml"
+    stage fp8_exactness 40 python3 -m bench.fp8 --out "$W/fp8_exactness.json"
+    stage steps 90 python3 -m bench.steps --sizes 16384 --probes --out "$W/steps.json"
+    stage gemm_fp8 70 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal --no-emulated \
+        --modes accurate --substrates int8 fp8 --samples 8 --repeats 3 --out "$W/gemm_fp8.json"
+    stage fft 110 python3 -m bench.fft --cubes 256 --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft.json"
+    stage fft512 60 python3 -m bench.fft --cubes 512 --sizes --repeats 1 --out "$W/fft512.json"
 elif [ "$profile" = fft ]; then        # the largest transforms alone
     stage fft 150 python3 -m bench.fft --cubes 512 --sizes 16777216 --repeats 2 --out "$W/fft.json"
 elif [ "$profile" = extra ]; then      # what a full run had no time left for
@@ -54,6 +63,7 @@ echo "== stages =="; cat "$W/stages.txt"
 echo "== GPU tests =="; grep -E "passed|failed|Error" "$W/gpu_tests.txt" | tail -5
 echo "== time split =="; cat "$W/steps.txt"
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
-[ -f "$W/fft.txt" ] && { echo "== FFT =="; cat "$W/fft.txt"; }
+[ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
+[ -f "$W/fft.txt" ] && { echo "== FFT =="; cat "$W"/fft*.txt; }
 [ -f "$W/verify.txt" ] && { echo "== verify =="; grep -E "FAIL|fail|verify:" "$W/verify.txt" | tail -8; }
 } | tee "$OUT/summary.txt"
