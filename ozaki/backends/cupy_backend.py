@@ -307,8 +307,8 @@ def gemm_fp32_digits(Da, Dbt, batch=1):
     out = cupy.empty((batch, b, m, n), dtype=cupy.float32)
     if out.size == 0:
         return out
-    stream = torch.cuda.ExternalStream(cupy.cuda.get_current_stream().ptr)
-    with torch.cuda.stream(stream):
+    ptr = cupy.cuda.get_current_stream().ptr
+    with torch.cuda.stream(torch.cuda.ExternalStream(ptr) if ptr else torch.cuda.default_stream()):
         one = torch.ones((), dtype=torch.float32, device="cuda")
         result = torch.from_dlpack(out)
         for g in range(batch):
