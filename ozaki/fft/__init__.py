@@ -156,16 +156,24 @@ def _chirp(N, sign, div=1):
 
 def _chirp_spectrum(xp, N, M, sign, opts):
     """FFT_M of b, b_j = conj(c_|j|) for |j| < N wrapped around M (the convolution kernel)."""
-    key = (xp.__name__, N, M, sign, tuple(sorted(opts.items())))
-    if key not in _SPECTRA:
+    device = xp.cuda.Device().id if xp.__name__ == "cupy" else None
+    key = (xp.__name__, device, N, M, sign, tuple(sorted(opts.items())))
+    if key in _SPECTRA:
+        _SPECTRA[key] = _SPECTRA.pop(key)                 # most recently used last
+    else:
         b = np.zeros(M, dtype=np.complex128)
         cc = np.conj(_chirp(N, sign))
         b[:N] = cc
         b[M - N + 1:] = cc[1:][::-1]
         _SPECTRA[key] = _transform(xp.asarray(b)[None], -1, 1, opts)[0]
+        while len(_SPECTRA) > SPECTRA_CACHED:
+            del _SPECTRA[next(iter(_SPECTRA))]            # the least recently used
     return _SPECTRA[key]
 
 
+# Bluestein kernel spectra kept, least recently used dropped first: each is
+# bluestein_length(N) complex128 values on its backend and device.
+SPECTRA_CACHED = 8
 _SPECTRA = {}
 
 

@@ -160,6 +160,21 @@ def test_bluestein_never_worse_than_numpy(rng):
     assert np.linalg.norm(inv - np.fft.ifft(x, norm="forward")) <= 1e-15 * np.linalg.norm(inv)
 
 
+def test_bluestein_spectra_cache_is_bounded(monkeypatch):
+    """The kernel spectra are cached per length, least recently used dropped past SPECTRA_CACHED,
+    and a cached spectrum gives the same bits as a fresh one."""
+    import ozaki.fft as fft_module
+    monkeypatch.setattr(fft_module, "_SPECTRA", {})
+    monkeypatch.setattr(fft_module, "SPECTRA_CACHED", 2)
+    x = np.exp(1j * np.arange(12)) - 0.25
+    first = of.fft(x, n=4099)
+    for n in (4111, 4127, 4099, 4129):
+        of.fft(x, n=n)
+        assert len(fft_module._SPECTRA) <= 2
+    assert [k[2] for k in fft_module._SPECTRA] == [4099, 4129]           # 4099 used again, kept
+    assert np.array_equal(of.fft(x, n=4099).view(np.int64), first.view(np.int64))
+
+
 def test_twiddle_products_round_every_step(rng):
     """The FFT's elementwise complex products are (ar br - ai bi) + i (ar bi + ai br) with every
     operation rounded, as Python floats compute it: the same bits on any BLAS, SIMD or GPU."""
