@@ -32,31 +32,15 @@ extern "C" __global__ void read_only(const int* __restrict__ prod, long long tot
 """
 
 
-def _overlapped(be, ra, rb, plan, m, streams):
-    """The tile-by-tile GEMMs on one stream and each finished tile's epilogue on
-    another (CUDA events order them), so the memory-bound epilogue can run while
-    the tensor cores work on the next tile."""
+def _on_stream(stream, f):
+    """f() with ``stream`` current, ordered after and before the caller's stream."""
     import cupy
-    s_gemm, s_epi = streams
-    n_rows, n_cols = ra.shape[1], rb.shape[1]
-    prod = be.products_buffer(1, m, n_rows, n_cols)
-    out = cupy.empty((n_rows, n_cols), dtype=cupy.float64)
-    cur = cupy.cuda.get_current_stream()
-    start = cur.record()
-    s_gemm.wait_event(start)
-    s_epi.wait_event(start)
-    for i0, mt in be._tiles(n_rows):
-        for j0, nt in be._tiles(n_cols):
-            with s_gemm:
-                be.gemm_tile(ra, rb, prod, i0, mt, j0, nt)
-                done = s_gemm.record()
-            s_epi.wait_event(done)
-            with s_epi:
-                be.epilogue([prod[0, :, i0:i0 + mt, j0:j0 + nt]], [0], m, plan.beta_a[i0:i0 + mt],
-                            plan.beta_b[j0:j0 + nt], out=out[i0:i0 + mt, j0:j0 + nt])
-    cur.wait_event(s_epi.record())
-    cur.wait_event(s_gemm.record())
-    return out
+    caller = cupy.cuda.get_current_stream()
+    stream.wait_event(caller.record())
+    with stream:
+        r = f()
+    caller.wait_event(stream.record())
+    return r
 
 
 def _probes(be, ra, rb, prod, plan, m, t):
@@ -64,7 +48,7 @@ def _probes(be, ra, rb, prod, plan, m, t):
     GEMM output tile (cupy_backend.GEMM_TILE), torch._int_mm (cuBLASLt) for the
     GEMMs, the epilogue's outputs per thread (cupy_backend.EPILOGUE_VEC), the
     padding between moduli's products (cupy_backend.MOD_PAD), the epilogue's
-    reads alone, and the epilogue overlapped with the GEMMs."""
+    reads alone, and the epilogue overlapped with the GEMMs (cupy_backend.OVERLAP_EPILOGUE)."""
     import cupy
     out = {}
     tile, vec, pad = be.GEMM_TILE, be.EPILOGUE_VEC, be.MOD_PAD
@@ -93,14 +77,21 @@ def _probes(be, ra, rb, prod, plan, m, t):
             del padded
         be.MOD_PAD = pad
         want = be.epilogue([prod], [0], m, plan.beta_a, plan.beta_b)
-        for name, priorities in (("one stream", None), ("two streams", (0, 0)), ("two streams, gemm first", (-1, 0))):
-            if priorities is None:
-                streams = (cupy.cuda.get_current_stream(),) * 2
-            else:
-                streams = tuple(cupy.cuda.Stream(non_blocking=True, priority=p) for p in priorities)
-            got = _overlapped(be, ra, rb, plan, m, streams)
-            assert bool((got.view(cupy.int64) == want.view(cupy.int64)).all()), name
-            out[f"gemms + epilogue by tile, {name}"] = t(lambda: _overlapped(be, ra, rb, plan, m, streams))
+        overlap, priority = be.OVERLAP_EPILOGUE, be.EPILOGUE_STREAM_PRIORITY
+        try:
+            for name, on, prio in (("one stream", False, 0), ("side stream", True, 0),
+                                   ("side stream, gemms first", True, 0), ("side stream, epilogue first", True, -1)):
+                be.OVERLAP_EPILOGUE, be.EPILOGUE_STREAM_PRIORITY = on, prio
+                if name == "side stream, gemms first":        # the GEMMs' stream ahead of the side stream
+                    f = lambda: _on_stream(cupy.cuda.Stream(non_blocking=True, priority=-1),
+                                           lambda: be.gemm_epilogue(ra, rb, m, plan.beta_a, plan.beta_b))
+                else:
+                    f = lambda: be.gemm_epilogue(ra, rb, m, plan.beta_a, plan.beta_b)
+                got = f()
+                assert bool((got.view(cupy.int64) == want.view(cupy.int64)).all()), name
+                out[f"gemms + epilogue, {name}"] = t(f)
+        finally:
+            be.OVERLAP_EPILOGUE, be.EPILOGUE_STREAM_PRIORITY = overlap, priority
     finally:
         be.GEMM_TILE, be.EPILOGUE_VEC, be.MOD_PAD = tile, vec, pad
     try:
@@ -142,6 +133,12 @@ def steps(n, mode, nm, repeats, probes=False):
     out["epilogue"] = t(lambda: be.epilogue([prod], [0], m, plan.beta_a, plan.beta_b))
     out["int8 gemms + epilogue"] = out["int8 gemms, a call each"] + out["epilogue"]
     out["total matmul"] = t(lambda: ozaki.matmul(A, B, mode=mode, num_moduli=nm))
+    overlap = be.OVERLAP_EPILOGUE
+    try:
+        be.OVERLAP_EPILOGUE = not overlap
+        out[f"total matmul, OVERLAP_EPILOGUE={not overlap}"] = t(lambda: ozaki.matmul(A, B, mode=mode, num_moduli=nm))
+    finally:
+        be.OVERLAP_EPILOGUE = overlap
     out["native dgemm"] = t(lambda: A @ B)
     gemm_ms = out["int8 gemms, a call each"]
     bytes_res = 2 * n * n * (8 + m)

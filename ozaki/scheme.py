@@ -293,29 +293,36 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
         rb = slices([X[j0:j0 + nb] for X in Bt_parts], plan.beta_b[j0:j0 + nb], plan.slices_b)
         for i0 in range(0, m, mb):
             ra = slices([X[i0:i0 + mb] for X in A_parts], plan.beta_a[i0:i0 + mb], plan.slices_a)
-            products = [[] for _ in range(parts)]
-            shifts = []
-            for t in range(plan.slices_a):
-                for u in range(plan.slices_b):
-                    if parts == 1:
-                        products[0].append(substrates.product(backend, substrate, ra[0][t], rb[0][u], batch))
-                    else:
-                        p1, p2, p3 = (substrates.product(backend, substrate, ra[h][t], rb[h][u], batch)
-                                      .astype(xp.int64) for h in range(3))
-                        products[0].append(p1 - p2)
-                        products[1].append(p3 - p1 - p2)
-                    shifts.append((t + u) * (plan.width or 0) // LIMB_BITS)
-            if batch > 1:          # products (batch, moduli, m, n): one epilogue per matrix
-                return [xp.stack([backend.epilogue([p[g] for p in prods], shifts, plan.num_moduli,
-                                                   plan.beta_a[g * m:(g + 1) * m], plan.beta_b[g * n:(g + 1) * n])
-                                  for g in range(batch)]) for prods in products]
-            block = [backend.epilogue([p[0] for p in prods], shifts, plan.num_moduli,
-                                      plan.beta_a[i0:i0 + mb], plan.beta_b[j0:j0 + nb]) for prods in products]
+            beta_a, beta_b = plan.beta_a[i0:i0 + mb], plan.beta_b[j0:j0 + nb]
+            if parts == 1 and batch == 1 and substrate == "int8" and plan.slices_a * plan.slices_b == 1:
+                # one real product: the backend may overlap its GEMMs and epilogue
+                block = [backend.gemm_epilogue(ra[0][0], rb[0][0], plan.num_moduli, beta_a, beta_b)]
+            else:
+                products = [[] for _ in range(parts)]
+                shifts = []
+                for t in range(plan.slices_a):
+                    for u in range(plan.slices_b):
+                        if parts == 1:
+                            products[0].append(substrates.product(backend, substrate, ra[0][t], rb[0][u], batch))
+                        else:
+                            p1, p2, p3 = (substrates.product(backend, substrate, ra[h][t], rb[h][u], batch)
+                                          .astype(xp.int64) for h in range(3))
+                            products[0].append(p1 - p2)
+                            products[1].append(p3 - p1 - p2)
+                        shifts.append((t + u) * (plan.width or 0) // LIMB_BITS)
+                if batch > 1:          # products (batch, moduli, m, n): one epilogue per matrix
+                    return [xp.stack([backend.epilogue([p[g] for p in prods], shifts, plan.num_moduli,
+                                                       plan.beta_a[g * m:(g + 1) * m],
+                                                       plan.beta_b[g * n:(g + 1) * n])
+                                      for g in range(batch)]) for prods in products]
+                block = [backend.epilogue([p[0] for p in prods], shifts, plan.num_moduli, beta_a, beta_b)
+                         for prods in products]
+                del products
             if whole:
                 return block
             for c, b in zip(C, block):
                 c[i0:i0 + mb, j0:j0 + nb] = b
-            del products, ra
+            del ra
     return C
 
 

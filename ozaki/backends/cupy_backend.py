@@ -297,6 +297,44 @@ def _e4m3(torch, D):
     return torch.from_dlpack(codes).view(torch.float8_e4m3fn)
 
 
+# One real product's GEMMs and epilogue, tile by tile: the int8 GEMMs of each
+# output tile on the current stream, that tile's epilogue on a side stream
+# once they are done (CUDA events order them), so the memory-bound epilogue
+# can run while the tensor cores work on the next tile.  bench/steps.py
+# --probes times it against the GEMMs then the epilogue on one stream.
+OVERLAP_EPILOGUE = False
+EPILOGUE_STREAM_PRIORITY = 0    # CUDA stream priority of the side stream (lower number: sooner)
+
+
+@functools.lru_cache(maxsize=None)
+def _side_stream(device, priority):
+    return cupy.cuda.Stream(non_blocking=True, priority=priority)
+
+
+def gemm_epilogue(Ra, Rbt, num_moduli, beta_a, beta_b):
+    """epilogue([gemm(Ra, Rbt)[0]], [0], ...) for one real slice pair, the two overlapped
+    tile by tile when OVERLAP_EPILOGUE (and one inner chunk suffices)."""
+    Ra, Rbt = _pad(Ra), _pad(Rbt)
+    b, rows, kp = Ra.shape
+    cols = Rbt.shape[1]
+    if not OVERLAP_EPILOGUE or kp > K_CHUNK or (rows <= GEMM_TILE and cols <= GEMM_TILE):
+        return epilogue([gemm(Ra, Rbt)[0]], [0], num_moduli, beta_a, beta_b)
+    prod = products_buffer(1, b, rows, cols)
+    out = cupy.empty((rows, cols), dtype=cupy.float64)
+    current = cupy.cuda.get_current_stream()
+    side = _side_stream(_device(), EPILOGUE_STREAM_PRIORITY)
+    side.wait_event(current.record())
+    for i0, mt in _tiles(rows):
+        for j0, nt in _tiles(cols):
+            gemm_tile(Ra, Rbt, prod, i0, mt, j0, nt)
+            side.wait_event(current.record())
+            with side:
+                epilogue([prod[0, :, i0:i0 + mt, j0:j0 + nt]], [0], num_moduli, beta_a[i0:i0 + mt],
+                         beta_b[j0:j0 + nt], out=out[i0:i0 + mt, j0:j0 + nt])
+    current.wait_event(side.record())
+    return out
+
+
 def gemm_fp32_digits(Da, Dbt, batch=1):
     """FP32 products of e4m3-exact int8 digit stacks: (b, batch*m, k), (b, batch*n, k)
     -> float32 (batch, b, m, n), one cuBLASLt FP8 call per modulus, matrix and

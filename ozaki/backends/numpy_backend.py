@@ -161,6 +161,11 @@ def gemm_fp32_digits(Da, Dbt, batch=1):
     return _batched_matmul(Da, Dbt, batch, np.float32)
 
 
+def gemm_epilogue(Ra, Rbt, num_moduli, beta_a, beta_b):
+    """One real slice pair's products and epilogue (the GPU backend overlaps the two)."""
+    return epilogue([gemm(Ra, Rbt)[0]], [0], num_moduli, beta_a, beta_b)
+
+
 def epilogue(products, shifts, m, beta_a, beta_b):
     """CRT each pair's products, add them into one Kulisch accumulator, round once.
 

@@ -269,3 +269,17 @@ def test_runs_on_the_current_stream(rng):
         assert cublas.getStream(cupy.cuda.device.get_cublas_handle()) == stream.ptr
     stream.synchronize()
     assert same_bits(cpu, cupy.asnumpy(gpu))
+
+
+@pytest.mark.parametrize("priority", [0, -1])
+def test_overlapped_gemm_epilogue_same_bits(rng, monkeypatch, priority):
+    """GEMMs and epilogue tile by tile on two streams (small tiles so that many run)."""
+    from ozaki.backends import cupy_backend
+    monkeypatch.setattr(cupy_backend, "OVERLAP_EPILOGUE", True)
+    monkeypatch.setattr(cupy_backend, "EPILOGUE_STREAM_PRIORITY", priority)
+    monkeypatch.setattr(cupy_backend, "GEMM_TILE", 32)
+    monkeypatch.setattr(cupy_backend, "MOD_PAD", 8)
+    A, B = inputs.wide(rng, (100, 70), 30), inputs.normal(rng, (70, 90))
+    for mode in ("fast", "accurate"):
+        cpu, gpu = both(A, B, mode=mode)
+        assert same_bits(cpu, gpu), mode
