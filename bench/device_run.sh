@@ -6,6 +6,7 @@
 #   full   all of it: GEMM n = 1024..16384, ZGEMM, FFT, verify --profile full  (under 10 min)
 #   extra  GEMM 16384 again, phi1 and ZGEMM 8192, FFT 2^24 and 512^3         (about 5 min)
 #   probe  GPU tests, fp8 exactness, step probes at 16384, fp8 vs int8 GEMM, FFT with time splits
+#   final  GPU tests, fp8 exactness, steps, GEMM 1024..16384, ZGEMM, fp8 vs int8, FFT up to 2^24, 512^3
 set -u
 OUT=${OUT:-bench/results/out}
 W=$(mktemp -d)
@@ -31,6 +32,18 @@ elif [ "$profile" = probe ]; then
         --modes accurate --substrates int8 fp8 --samples 8 --repeats 3 --out "$W/gemm_fp8.json"
     stage fft 110 python3 -m bench.fft --cubes 256 --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft.json"
     stage fft512 60 python3 -m bench.fft --cubes 512 --sizes --repeats 1 --out "$W/fft512.json"
+elif [ "$profile" = final ]; then      # one run of everything the open issues report
+    stage gpu_tests 150 python3 -m pytest -q -m gpu tests -p no:cacheprovider --junitxml="$W/gpu_tests.xml"
+    stage fp8_exactness 30 python3 -m bench.fp8 --out "$W/fp8_exactness.json"
+    stage steps 40 python3 -m bench.steps --sizes 16384 --probes --out "$W/steps.json"
+    stage gemm 120 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal \
+        --modes accurate accurate:15 accurate:14 fast:15 exact --out "$W/gemm.json"
+    stage zgemm 35 python3 -m bench.gemm --sizes 2048 4096 8192 --families complex --no-emulated --samples 8 \
+        --modes accurate accurate:15 --out "$W/zgemm.json"
+    stage gemm_fp8 50 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal --no-emulated \
+        --modes accurate --substrates int8 fp8 --samples 8 --repeats 3 --out "$W/gemm_fp8.json"
+    stage fft 60 python3 -m bench.fft --cubes 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
+    stage fft_big 80 python3 -m bench.fft --cubes 512 --sizes 16777216 --repeats 1 --out "$W/fft_big.json"
 elif [ "$profile" = fft ]; then        # the largest transforms alone
     stage fft 150 python3 -m bench.fft --cubes 512 --sizes 16777216 --repeats 2 --out "$W/fft.json"
 elif [ "$profile" = extra ]; then      # what a full run had no time left for

@@ -32,68 +32,25 @@ extern "C" __global__ void read_only(const int* __restrict__ prod, long long tot
 """
 
 
-def _on_stream(stream, f):
-    """f() with ``stream`` current, ordered after and before the caller's stream."""
-    import cupy
-    caller = cupy.cuda.get_current_stream()
-    stream.wait_event(caller.record())
-    with stream:
-        r = f()
-    caller.wait_event(stream.record())
-    return r
-
-
 def _probes(be, ra, rb, prod, plan, m, t):
     """Other ways to run the same steps, to see what their rates depend on: the
     GEMM output tile (cupy_backend.GEMM_TILE), torch._int_mm (cuBLASLt) for the
-    GEMMs, the epilogue's outputs per thread (cupy_backend.EPILOGUE_VEC), the
-    padding between moduli's products (cupy_backend.MOD_PAD), the epilogue's
-    reads alone, and the epilogue overlapped with the GEMMs (cupy_backend.OVERLAP_EPILOGUE)."""
+    GEMMs, and the epilogue's reads alone (memory or arithmetic?)."""
     import cupy
     out = {}
-    tile, vec, pad = be.GEMM_TILE, be.EPILOGUE_VEC, be.MOD_PAD
+    tile = be.GEMM_TILE
     try:
         for size in (4096, 8192):
             be.GEMM_TILE = size
             out[f"int8 gemms, tile {min(size, ra.shape[1])}"] = t(lambda: be.gemm(ra, rb))
-        be.GEMM_TILE = tile
-        for per_thread in (1, 2):
-            be.EPILOGUE_VEC = per_thread
-            out[f"epilogue, {per_thread} outputs per thread"] = t(
-                lambda: be.epilogue([prod], [0], m, plan.beta_a, plan.beta_b))
-        be.EPILOGUE_VEC = vec
-        read_only = cupy.RawKernel(READ_ONLY, "read_only")
-        for mod_pad in (0, 128, 2112, 33024):
-            be.MOD_PAD = mod_pad
-            padded = be.gemm(ra, rb)[0]
-            out[f"epilogue, moduli {mod_pad} elements apart"] = t(
-                lambda: be.epilogue([padded], [0], m, plan.beta_a, plan.beta_b))
-            total = padded.shape[1] * padded.shape[2]
-            sums = cupy.empty(total, dtype=cupy.float64)
-            grid, block = be._grid(total, 256)
-            out[f"epilogue reads alone, moduli {mod_pad} apart"] = t(
-                lambda: read_only(grid, block, (padded, np.int64(total), np.int64(padded.strides[0] // 4),
-                                                np.int32(m), sums)))
-            del padded
-        be.MOD_PAD = pad
-        want = be.epilogue([prod], [0], m, plan.beta_a, plan.beta_b)
-        overlap, priority = be.OVERLAP_EPILOGUE, be.EPILOGUE_STREAM_PRIORITY
-        try:
-            for name, on, prio in (("one stream", False, 0), ("side stream", True, 0),
-                                   ("side stream, gemms first", True, 0), ("side stream, epilogue first", True, -1)):
-                be.OVERLAP_EPILOGUE, be.EPILOGUE_STREAM_PRIORITY = on, prio
-                if name == "side stream, gemms first":        # the GEMMs' stream ahead of the side stream
-                    f = lambda: _on_stream(cupy.cuda.Stream(non_blocking=True, priority=-1),
-                                           lambda: be.gemm_epilogue(ra, rb, m, plan.beta_a, plan.beta_b))
-                else:
-                    f = lambda: be.gemm_epilogue(ra, rb, m, plan.beta_a, plan.beta_b)
-                got = f()
-                assert bool((got.view(cupy.int64) == want.view(cupy.int64)).all()), name
-                out[f"gemms + epilogue, {name}"] = t(f)
-        finally:
-            be.OVERLAP_EPILOGUE, be.EPILOGUE_STREAM_PRIORITY = overlap, priority
     finally:
-        be.GEMM_TILE, be.EPILOGUE_VEC, be.MOD_PAD = tile, vec, pad
+        be.GEMM_TILE = tile
+    read_only = cupy.RawKernel(READ_ONLY, "read_only")
+    total = prod.shape[1] * prod.shape[2]
+    sums = cupy.empty(total, dtype=cupy.float64)
+    grid, block = be._grid(total, 256)
+    out["epilogue reads alone"] = t(lambda: read_only(grid, block, (prod, np.int64(total),
+                                                                     np.int64(prod.strides[0] // 4), np.int32(m), sums)))
     try:
         import torch
         ta = torch.as_tensor(ra[0], device="cuda")
@@ -130,15 +87,9 @@ def steps(n, mode, nm, repeats, probes=False):
     be.GEMM_BATCHED = default
     if probes:
         out.update(_probes(be, ra, rb, prod, plan, m, t))
-    out["epilogue"] = t(lambda: be.epilogue([prod], [0], m, plan.beta_a, plan.beta_b))
+    out["epilogue"] = t(lambda: be.epilogue([(prod,)], [0], m, plan.beta_a, plan.beta_b))
     out["int8 gemms + epilogue"] = out["int8 gemms, a call each"] + out["epilogue"]
     out["total matmul"] = t(lambda: ozaki.matmul(A, B, mode=mode, num_moduli=nm))
-    overlap = be.OVERLAP_EPILOGUE
-    try:
-        be.OVERLAP_EPILOGUE = not overlap
-        out[f"total matmul, OVERLAP_EPILOGUE={not overlap}"] = t(lambda: ozaki.matmul(A, B, mode=mode, num_moduli=nm))
-    finally:
-        be.OVERLAP_EPILOGUE = overlap
     out["native dgemm"] = t(lambda: A @ B)
     gemm_ms = out["int8 gemms, a call each"]
     bytes_res = 2 * n * n * (8 + m)

@@ -227,10 +227,11 @@ def _residue_slices(X, beta, plan, count, backend):
 
 
 # Bytes of GEMM products per output entry, modulus and slice pair, counted with
-# the temporaries: real, the int32 product and its copy when the epilogue stacks
-# slice pairs; complex, three int32 products, their int64 copies, the int64 real
-# and imaginary parts, and those stacked again (3*4 + 3*8 + 2*8 + 2*8 = 68).
-PRODUCT_BYTES = {False: 8, True: 72}
+# the temporaries (the epilogue reads the products where they lie): real, the
+# int32 product, or past one inner chunk the int64 sum beside the int32 chunk
+# (12); complex, three of those (36), or on the CPU three int64 products and the
+# epilogue's int64 Re and Im of one pair (3*8 + 2*8 = 40).
+PRODUCT_BYTES = {False: 12, True: 40}
 
 
 def blocks(m, n, k, plan, workspace, complex_=False):
@@ -262,8 +263,8 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
 
     One part (real): A @ B.  Two parts (complex, Karatsuba in the residue domain):
     P1 = Ar Br, P2 = Ai Bi, P3 = (Ar + Ai)(Br + Bi), the sums' residues formed
-    mod p, then Re = P1 - P2 and Im = P3 - P1 - P2, exact in int64 and reduced
-    mod p in the epilogue: three int8 GEMMs per modulus instead of four.
+    mod p, then Re = P1 - P2 and Im = P3 - P1 - P2, formed exactly and reduced
+    mod p by the epilogue: three int8 GEMMs per modulus instead of four.
 
     Blocked over rows of A and columns of B so that the residues and products of
     one block stay under ``workspace`` bytes; one block when everything fits.
@@ -294,30 +295,22 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
         for i0 in range(0, m, mb):
             ra = slices([X[i0:i0 + mb] for X in A_parts], plan.beta_a[i0:i0 + mb], plan.slices_a)
             beta_a, beta_b = plan.beta_a[i0:i0 + mb], plan.beta_b[j0:j0 + nb]
-            if parts == 1 and batch == 1 and substrate == "int8" and plan.slices_a * plan.slices_b == 1:
-                # one real product: the backend may overlap its GEMMs and epilogue
-                block = [backend.gemm_epilogue(ra[0][0], rb[0][0], plan.num_moduli, beta_a, beta_b)]
-            else:
-                products = [[] for _ in range(parts)]
-                shifts = []
-                for t in range(plan.slices_a):
-                    for u in range(plan.slices_b):
-                        if parts == 1:
-                            products[0].append(substrates.product(backend, substrate, ra[0][t], rb[0][u], batch))
-                        else:
-                            p1, p2, p3 = (substrates.product(backend, substrate, ra[h][t], rb[h][u], batch)
-                                          .astype(xp.int64) for h in range(3))
-                            products[0].append(p1 - p2)
-                            products[1].append(p3 - p1 - p2)
-                        shifts.append((t + u) * (plan.width or 0) // LIMB_BITS)
-                if batch > 1:          # products (batch, moduli, m, n): one epilogue per matrix
-                    return [xp.stack([backend.epilogue([p[g] for p in prods], shifts, plan.num_moduli,
-                                                       plan.beta_a[g * m:(g + 1) * m],
-                                                       plan.beta_b[g * n:(g + 1) * n])
-                                      for g in range(batch)]) for prods in products]
-                block = [backend.epilogue([p[0] for p in prods], shifts, plan.num_moduli, beta_a, beta_b)
-                         for prods in products]
-                del products
+            # per slice pair: (P,) real, or the Karatsuba (P1, P2, P3) whose
+            # Re = P1 - P2 and Im = P3 - P1 - P2 the epilogue forms
+            products, shifts = [], []
+            for t in range(plan.slices_a):
+                for u in range(plan.slices_b):
+                    products.append(tuple(substrates.product(backend, substrate, ra[h][t], rb[h][u], batch)
+                                          for h in range(len(ra))))
+                    shifts.append((t + u) * (plan.width or 0) // LIMB_BITS)
+            if batch > 1:          # products (batch, moduli, m, n): one epilogue per matrix
+                outs = [backend.epilogue([tuple(P[g] for P in pair) for pair in products], shifts, plan.num_moduli,
+                                         plan.beta_a[g * m:(g + 1) * m], plan.beta_b[g * n:(g + 1) * n])
+                        for g in range(batch)]
+                return [xp.stack([o[h] for o in outs]) for h in range(parts)]
+            block = backend.epilogue([tuple(P[0] for P in pair) for pair in products], shifts,
+                                     plan.num_moduli, beta_a, beta_b)
+            del products
             if whole:
                 return block
             for c, b in zip(C, block):

@@ -5,7 +5,10 @@
     gemm      cuBLAS gemmEx INT8 x INT8 -> INT32 (COMPUTE_32I) in the T,N layout,
               a call per modulus and output tile, the inner dimension cut into
               chunks short enough that int32 never overflows
-    epilogue  one raw-kernel pass: mod p, CRT, Kulisch sum of slice pairs, one rounding
+    epilogue  one raw-kernel pass: mod p, CRT, Kulisch sum of slice pairs, one rounding;
+              for complex products it forms Re and Im from the three Karatsuba
+              products itself, reading each once
+    gemm_fp32_digits  the fp8 substrate's digit GEMMs on cuBLASLt FP8 (torch._scaled_mm)
 
 Kernels are CUDA source files beside this module, compiled on first use and
 memoized per device; everything runs on the current CuPy stream.
@@ -186,28 +189,15 @@ def _pad(R):
 # cuBLAS runs big int8 products faster in output tiles: measured on the H200
 # (bench/results/2026-12-02-10b4461/steps.txt, 16 moduli, k = n), tiles of
 # 2048 / 4096 / 8192 / untiled took 115 / 107-109 / 106 / 121 ms at n = 16384
-# and 17.3 / 13.5 / 13.7 / 13.7 ms at 8192.  Tiles are views (pointer offsets,
+# and 17.3 / 13.5 / 13.7 / 13.7 ms at 8192; again (2026-12-02-af166c3) 4096 /
+# 8192: 107.2-111.0 / 102.7 ms at 16384.  Tiles are views (pointer offsets,
 # the same leading dimensions).
-GEMM_TILE = 4096
-
-
-# Elements between consecutive moduli's products beyond m*n: 0 puts them exactly
-# 2**k bytes apart for power-of-two sizes, which the epilogue (reading every
-# modulus at the same offset) may find in the same DRAM channels;
-# bench/steps.py --probes times pads.
-MOD_PAD = 0
+GEMM_TILE = 8192
 
 
 def _tiles(size):
     tile = GEMM_TILE if size > GEMM_TILE else size
     return [(s, min(tile, size - s)) for s in range(0, size, tile)]
-
-
-def products_buffer(batch, b, m, n):
-    """An int32 (batch, b, m, n) array for GEMM products, MOD_PAD elements between moduli."""
-    S = m * n + (MOD_PAD if b > 1 else 0)
-    buf = cupy.empty(batch * b * S, dtype=cupy.int32)
-    return cupy.lib.stride_tricks.as_strided(buf, (batch, b, m, n), (b * S * 4, S * 4, n * 4, 4))
 
 
 def gemm_tile(Ra, Rbt, out, i0, mt, j0, nt, k0=0, kc=None, batch=1):
@@ -247,7 +237,7 @@ def gemm(Ra, Rbt, batch=1):
     Ra, Rbt = _pad(Ra), _pad(Rbt)
     b, rows, kp = Ra.shape
     m, n = rows // batch, Rbt.shape[1] // batch
-    out = products_buffer(batch, b, m, n)
+    out = cupy.empty((batch, b, m, n), dtype=cupy.int32)
     total = None
     for k0 in range(0, kp, K_CHUNK):
         kc = min(K_CHUNK, kp - k0)
@@ -262,11 +252,9 @@ def gemm(Ra, Rbt, batch=1):
 # The fp8 substrate's digit GEMMs run on cuBLASLt FP8 (e4m3 x e4m3 -> FP32,
 # fast accumulation off) through PyTorch's torch._scaled_mm with unit tensor
 # scales, the maintained binding installed beside CuPy on the GPU machine (CuPy
-# exposes no FP8 matmul).  FP8_K_CHUNK caps the inner length of one call: the
-# FP32 sums of fp8.K_CHUNK terms are exact in any order, but the Hopper FP8 MMA
-# accumulates inside the tensor core with fewer bits; bench/fp8.py measures
-# which lengths come out exact (bench/results/*/fp8_exactness.json).
-FP8_K_CHUNK = 74560
+# exposes no FP8 matmul).  Hopper's FP8 tensor cores keep partial sums exact
+# only to about 2**14 within each 128-term segment; ozaki.gemm.fp8 picks digits
+# that stay inside that (measured: bench/fp8.py).
 FP8_ROWS = 16                   # cuBLASLt FP8 wants every dimension a multiple of 16
 
 
@@ -297,48 +285,9 @@ def _e4m3(torch, D):
     return torch.from_dlpack(codes).view(torch.float8_e4m3fn)
 
 
-# One real product's GEMMs and epilogue, tile by tile: the int8 GEMMs of each
-# output tile on the current stream, that tile's epilogue on a side stream
-# once they are done (CUDA events order them), so the memory-bound epilogue
-# can run while the tensor cores work on the next tile.  bench/steps.py
-# --probes times it against the GEMMs then the epilogue on one stream.
-OVERLAP_EPILOGUE = False
-EPILOGUE_STREAM_PRIORITY = 0    # CUDA stream priority of the side stream (lower number: sooner)
-
-
-@functools.lru_cache(maxsize=None)
-def _side_stream(device, priority):
-    return cupy.cuda.Stream(non_blocking=True, priority=priority)
-
-
-def gemm_epilogue(Ra, Rbt, num_moduli, beta_a, beta_b):
-    """epilogue([gemm(Ra, Rbt)[0]], [0], ...) for one real slice pair, the two overlapped
-    tile by tile when OVERLAP_EPILOGUE (and one inner chunk suffices)."""
-    Ra, Rbt = _pad(Ra), _pad(Rbt)
-    b, rows, kp = Ra.shape
-    cols = Rbt.shape[1]
-    if not OVERLAP_EPILOGUE or kp > K_CHUNK or (rows <= GEMM_TILE and cols <= GEMM_TILE):
-        return epilogue([gemm(Ra, Rbt)[0]], [0], num_moduli, beta_a, beta_b)
-    prod = products_buffer(1, b, rows, cols)
-    out = cupy.empty((rows, cols), dtype=cupy.float64)
-    current = cupy.cuda.get_current_stream()
-    side = _side_stream(_device(), EPILOGUE_STREAM_PRIORITY)
-    side.wait_event(current.record())
-    for i0, mt in _tiles(rows):
-        for j0, nt in _tiles(cols):
-            gemm_tile(Ra, Rbt, prod, i0, mt, j0, nt)
-            side.wait_event(current.record())
-            with side:
-                epilogue([prod[0, :, i0:i0 + mt, j0:j0 + nt]], [0], num_moduli, beta_a[i0:i0 + mt],
-                         beta_b[j0:j0 + nt], out=out[i0:i0 + mt, j0:j0 + nt])
-    current.wait_event(side.record())
-    return out
-
-
 def gemm_fp32_digits(Da, Dbt, batch=1):
     """FP32 products of e4m3-exact int8 digit stacks: (b, batch*m, k), (b, batch*n, k)
-    -> float32 (batch, b, m, n), one cuBLASLt FP8 call per modulus, matrix and
-    FP8_K_CHUNK piece (the pieces' sums stay below 2**24: exact in FP32)."""
+    -> float32 (batch, b, m, n), one cuBLASLt FP8 call per modulus and matrix."""
     torch = _torch()
     b, rows, k = Da.shape
     m, n = rows // batch, Dbt.shape[1] // batch
@@ -352,58 +301,46 @@ def gemm_fp32_digits(Da, Dbt, batch=1):
         for g in range(batch):
             ta = _e4m3(torch, Da[:, g * m:(g + 1) * m])
             tb = _e4m3(torch, Dbt[:, g * n:(g + 1) * n])
-            kp = ta.shape[-1]
             for i in range(b):
-                acc = None
-                for k0 in range(0, kp, FP8_K_CHUNK):
-                    # Row-major A piece times column-major B piece (B^T rows, transposed view).
-                    part = torch._scaled_mm(ta[i, :, k0:k0 + FP8_K_CHUNK], tb[i, :, k0:k0 + FP8_K_CHUNK].t(),
-                                            scale_a=one, scale_b=one, out_dtype=torch.float32,
-                                            use_fast_accum=False)
-                    acc = part if acc is None else acc + part
-                result[g, i] = acc[:m, :n]
+                # Row-major A digits times column-major B digits (B^T's rows, transposed view).
+                c = torch._scaled_mm(ta[i], tb[i].t(), scale_a=one, scale_b=one, out_dtype=torch.float32,
+                                     use_fast_accum=False)
+                result[g, i] = c[:m, :n]
     return out
 
 
-# Outputs per thread of the epilogue for int32 products: 4 (16-byte loads, 172
-# registers) or 2 or 1 (52 registers, more warps in flight).  Measured on the
-# H200 (bench/results/2026-12-02-10b4461/steps.txt, 16 moduli): 10.1 / 10.3 /
-# 14.3 ms for 1 / 2 / 4 at n = 16384, 2.6 / 2.6 / 3.6 ms at 8192.
-EPILOGUE_VEC = 1
-
-
-def epilogue(products, shifts, m, beta_a, beta_b, out=None):
+def epilogue(products, shifts, m, beta_a, beta_b):
     """CRT, Kulisch sum of slice pairs and one rounding, in one kernel pass.
 
-    One slice pair is read where it lies (any strides with a contiguous last
-    axis: a padded modulus stride, an output tile); ``out`` may be a view of a
-    larger float64 matrix (the tile's place in it)."""
+    ``products``: per slice pair a tuple of product stacks (m, rows, cols): (P,)
+    for a real product, the Karatsuba (P1, P2, P3) for a complex one, whose
+    Re = P1 - P2 and Im = P3 - P1 - P2 the kernel forms itself.  The stacks are
+    read where they lie, through a table of pointers (no copies).  Returns the
+    list of outputs: [C] or [Re, Im].
+    """
     k = crt_constants(m)
-    if len(products) == 1:
-        prod = products[0][None]
-        if prod.strides[-1] != prod.itemsize:
-            prod = cupy.ascontiguousarray(prod)
-    else:
-        prod = cupy.stack(products)
-    npairs, _, rows, cols = prod.shape
-    pair_stride, mod_stride, row_stride = (s // prod.itemsize for s in prod.strides[:3])
-    lacc = k.L + max(shifts) + 1
-    int32 = prod.dtype == cupy.int32
-    # vector loads need int32, aligned rows and aligned modulus/pair strides
-    aligned = all(v % 4 == 0 for v in (cols, row_stride, mod_stride, pair_stride if npairs > 1 else 0))
-    vec = EPILOGUE_VEC if int32 and aligned else 1
-    defines = (("PROD_T", "int" if int32 else "long long"), ("VEC", vec),
-               ("NMOD", m), ("LP", k.L), ("LACC", k.L if npairs == 1 else lacc))
+    arrays = [P for pair in products for P in pair]
+    dtype = cupy.int32 if all(P.dtype == cupy.int32 for P in arrays) else cupy.int64
+    arrays = [P if P.dtype == dtype and P.strides[-1] == P.itemsize else cupy.ascontiguousarray(P, dtype=dtype)
+              for P in arrays]
+    if len({P.strides for P in arrays}) > 1:
+        arrays = [cupy.ascontiguousarray(P) for P in arrays]
+    _, rows, cols = arrays[0].shape
+    mod_stride, row_stride = (s // arrays[0].itemsize for s in arrays[0].strides[:2])
+    complex_ = len(products[0]) == 3
+    npairs = len(products)
+    defines = (("PROD_T", "int" if dtype == cupy.int32 else "long long"),
+               ("NMOD", m), ("LP", k.L), ("LACC", k.L if npairs == 1 else k.L + max(shifts) + 1))
     if npairs == 1:
         defines += (("SINGLE_PAIR", 1),)
+    if complex_:
+        defines += (("COMPLEX", 1),)
     kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
-    if out is None:
-        out = cupy.empty((rows, cols), dtype=cupy.float64)
-    assert out.shape == (rows, cols) and out.dtype == cupy.float64 and out.strides[-1] == 8
-    grid, block = _grid(rows * (cols // vec), 128)
-    kern(grid, block, (prod, np.int32(npairs), np.int64(rows), np.int64(cols), np.int64(pair_stride),
-                       np.int64(mod_stride), np.int64(row_stride),
-                       cupy.asarray(np.array(shifts, dtype=np.int32)),
+    outs = [cupy.empty((rows, cols), dtype=cupy.float64) for _ in range(2 if complex_ else 1)]
+    pointers = cupy.asarray(np.array([P.data.ptr for P in arrays], dtype=np.uint64))
+    grid, block = _grid(rows * cols, 128)
+    kern(grid, block, (pointers, np.int32(npairs), np.int64(rows), np.int64(cols), np.int64(mod_stride),
+                       np.int64(row_stride), cupy.asarray(np.array(shifts, dtype=np.int32)),
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
-                       cupy.ascontiguousarray(beta_b, dtype=cupy.int64), out, np.int64(out.strides[0] // 8)))
-    return out
+                       cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(cols)))
+    return outs

@@ -161,22 +161,29 @@ def gemm_fp32_digits(Da, Dbt, batch=1):
     return _batched_matmul(Da, Dbt, batch, np.float32)
 
 
-def gemm_epilogue(Ra, Rbt, num_moduli, beta_a, beta_b):
-    """One real slice pair's products and epilogue (the GPU backend overlaps the two)."""
-    return epilogue([gemm(Ra, Rbt)[0]], [0], num_moduli, beta_a, beta_b)
-
-
 def epilogue(products, shifts, m, beta_a, beta_b):
     """CRT each pair's products, add them into one Kulisch accumulator, round once.
 
-    products: list of int arrays (m_mod, rows, cols), one per slice pair;
-    shifts: the pair's weight in limbs (2**(32*shift)); the accumulator's unit
-    at (i, j) is 2**(beta_a[i] + beta_b[j]).
+    products: per slice pair a tuple of int arrays (m_mod, rows, cols): (P,) for
+    a real product, (P1, P2, P3) = (Ar Br, Ai Bi, (Ar + Ai)(Br + Bi)) for a
+    complex one (Re = P1 - P2, Im = P3 - P1 - P2); shifts: the pair's weight in
+    limbs (2**(32*shift)); the accumulator's unit at (i, j) is
+    2**(beta_a[i] + beta_b[j]).  Returns [C] or [Re, Im].
     """
     LP = crt_constants(m).L
     L = LP + max(shifts) + 1
-    acc = np.zeros((L,) + products[0].shape[1:], dtype=np.int64)
-    for prod, shift in zip(products, shifts):
-        acc[shift:shift + LP] += reconstruct(prod, m)
-    kulisch.normalize(acc)
-    return kulisch.round_to_float64(acc, beta_a[:, None] + beta_b[None, :])
+    nout = 2 if len(products[0]) == 3 else 1
+    acc = np.zeros((nout, L) + products[0][0].shape[1:], dtype=np.int64)
+    for pair, shift in zip(products, shifts):
+        if nout == 1:
+            parts = [pair[0]]
+        else:
+            P1, P2, P3 = (P.astype(np.int64) for P in pair)
+            parts = [P1 - P2, P3 - P1 - P2]
+        for o, P in enumerate(parts):
+            acc[o, shift:shift + LP] += reconstruct(P, m)
+    outs = []
+    for o in range(nout):
+        kulisch.normalize(acc[o])
+        outs.append(kulisch.round_to_float64(acc[o], beta_a[:, None] + beta_b[None, :]))
+    return outs

@@ -3,7 +3,7 @@
     int8  the backends' own ``gemm`` (numpy: float64 BLAS, exact below 2**53;
           cupy: cuBLAS gemmEx INT8 -> INT32)
     fp8   ozaki.gemm.fp8: each residue split into two e4m3-exact digits, three
-          FP32-accumulated GEMMs per modulus (Karatsuba), recombined exactly;
+          FP32-accumulated GEMMs per modulus (XX, XY, YY), recombined exactly;
           the backend supplies ``gemm_fp32_digits`` (numpy: float32 BLAS;
           cupy: cuBLASLt FP8 e4m3 -> FP32 through torch._scaled_mm).
 

@@ -4,14 +4,27 @@ FP8 e4m3 holds every integer in [-16, 16] exactly, FP32 every integer below
 2**24.  A symmetric residue r in [-128, 127] is split as r = 16 x + y with
 y = ((r + 8) mod 16) - 8 in [-8, 7] and x in [-8, 8]; then
 
-    r_a r_b = 256 x_a x_b + 16 (x_a y_b + y_a x_b) + y_a y_b
-            = 256 XX + 16 (SS - XX - YY) + YY,   SS = (x_a + y_a)(x_b + y_b)
+    r_a r_b = 256 x_a x_b + 16 (x_a y_b + y_a x_b) + y_a y_b = 256 XX + 16 XY + YY
 
-three GEMMs of e4m3-exact digits (|x + y| <= 15) whose terms are at most
-DIGIT_PRODUCT_MAX = 225 in magnitude, so every FP32 partial sum of a length-K
-product is an integer below 2**24 (exact, in any order) for K <= K_CHUNK.
-The pieces are recombined in int64.  Everything here is small pure functions;
-the backend runs the digit GEMMs (``gemm_fp32_digits``).
+three GEMMs of e4m3-exact digits, the middle one over the inner dimension
+twice ([x_a | y_a] times [y_b | x_b]).  Every term is a product of two digits,
+at most DIGIT_PRODUCT_MAX = 64 in magnitude.
+
+Why not Karatsuba ((x_a + y_a)(x_b + y_b), digits up to 15, terms up to 225,
+three GEMMs of length K): measured on the H200 (bench/fp8.py,
+bench/results/2026-12-02-af166c3/fp8_exactness.txt), cuBLASLt FP8 with fast
+accumulation off is not exact once partial sums pass 2**14: 128 terms of 225
+(28800) came out 32 short, and the error grew by 32 for every further 128
+terms, while 128 terms summing to 14464 and every random-digit product were
+exact.  That is Hopper's FP8 tensor-core accumulation keeping about 14 bits
+over segments of 128 products, each segment then added in FP32.  With terms
+of at most 64, a segment of SEGMENT = 128 terms stays within
+SEGMENT * 64 = 2**13, inside that limit with a bit to spare, and the FP32
+sum of a length-L product (L = K for XX, YY; 2K for XY) is an integer of
+magnitude at most 64 L <= 2**24 for K <= K_CHUNK.
+
+Everything here is small pure functions; the backend runs the digit GEMMs
+(``gemm_fp32_digits``).
 """
 
 import numpy as np
@@ -19,6 +32,8 @@ import numpy as np
 __all__ = ["split_digits", "digit_bounds", "K_CHUNK", "e4m3_bits", "E4M3_CODES", "recombine", "gemm"]
 
 FP32_EXACT = 2 ** 24            # every integer of magnitude <= 2**24 is a float32
+SEGMENT = 128                   # products a Hopper FP8 tensor core sums before FP32 (measured)
+TENSOR_CORE_EXACT = 2 ** 14     # partial sums it kept exact (measured)
 
 
 def split_digits(r, xp=np):
@@ -29,19 +44,20 @@ def split_digits(r, xp=np):
 
 
 def digit_bounds():
-    """The largest |x|, |y|, |x + y| and |digit product| over every int8 residue, by enumeration."""
+    """The largest |x|, |y| and |digit product| over every int8 residue, by enumeration."""
     r = np.arange(-128, 128)
     x, y = split_digits(r)
     x, y = x.astype(np.int64), y.astype(np.int64)
-    s = x + y
-    mx, my, ms = int(abs(x).max()), int(abs(y).max()), int(abs(s).max())
-    return mx, my, ms, max(mx * mx, my * my, ms * ms)
+    products = np.abs(np.concatenate([np.outer(u, v).ravel() for u in (x, y) for v in (x, y)]))
+    return int(abs(x).max()), int(abs(y).max()), int(products.max())
 
 
-MAX_X, MAX_Y, MAX_SUM, DIGIT_PRODUCT_MAX = digit_bounds()
-assert max(MAX_X, MAX_Y, MAX_SUM) <= 16, "digits must be e4m3-exact"
-# The inner length whose FP32 sums stay exact: K * 225 <= 2**24, rounded down to 16.
-K_CHUNK = (FP32_EXACT // DIGIT_PRODUCT_MAX) // 16 * 16
+MAX_X, MAX_Y, DIGIT_PRODUCT_MAX = digit_bounds()
+assert max(MAX_X, MAX_Y) <= 16, "digits must be e4m3-exact"
+assert SEGMENT * DIGIT_PRODUCT_MAX <= TENSOR_CORE_EXACT // 2, "tensor-core segments must stay exact"
+# The inner length whose FP32 sums stay exact: the XY GEMM sums 2K terms of at
+# most 64, 2 K 64 <= 2**24, rounded down to 16.
+K_CHUNK = (FP32_EXACT // (2 * DIGIT_PRODUCT_MAX)) // 16 * 16
 
 
 def e4m3_bits(v):
@@ -61,15 +77,15 @@ def e4m3_bits(v):
 # The e4m3 byte of every possible digit, indexed by the digit's int8 byte (its
 # uint8 view); bytes that are no digit map to 0x7F (NaN), so a stray one shows.
 E4M3_CODES = np.full(256, 0x7F, dtype=np.uint8)
-for _v in range(-MAX_SUM, MAX_SUM + 1):
+for _v in range(-max(MAX_X, MAX_Y), max(MAX_X, MAX_Y) + 1):
     E4M3_CODES[_v & 0xFF] = e4m3_bits(_v)
 del _v
 
 
-def recombine(XX, YY, SS, xp=np):
-    """256 XX + 16 (SS - XX - YY) + YY in int64 from the three float32 digit products."""
-    XX, YY, SS = (v.astype(xp.int64) for v in (XX, YY, SS))
-    return 256 * XX + 16 * (SS - XX - YY) + YY
+def recombine(XX, XY, YY, xp=np):
+    """256 XX + 16 XY + YY in int64 from the three float32 digit products."""
+    XX, XY, YY = (v.astype(xp.int64) for v in (XX, XY, YY))
+    return 256 * XX + 16 * XY + YY
 
 
 # Residue products |r_a r_b| <= 2**14: a length-k sum fits int32 below this k.
@@ -90,9 +106,10 @@ def gemm(backend, Ra, Rbt, batch=1):
         for k0 in range(0, max(k, 1), K_CHUNK):
             xa, ya = split_digits(Ra[i:i + 1, :, k0:k0 + K_CHUNK], xp)
             xb, yb = split_digits(Rbt[i:i + 1, :, k0:k0 + K_CHUNK], xp)
-            sa, sb = xa + ya, xb + yb                    # |x + y| <= 15: int8, e4m3-exact
-            XX, YY, SS = (backend.gemm_fp32_digits(a, b_, batch) for a, b_ in ((xa, xb), (ya, yb), (sa, sb)))
-            part = recombine(XX, YY, SS, xp)
+            XX = backend.gemm_fp32_digits(xa, xb, batch)
+            XY = backend.gemm_fp32_digits(xp.concatenate([xa, ya], axis=2), xp.concatenate([yb, xb], axis=2), batch)
+            YY = backend.gemm_fp32_digits(ya, yb, batch)
+            part = recombine(XX, XY, YY, xp)
             total = part if total is None else total + part
         out[:, i] = total[:, 0]
     return out

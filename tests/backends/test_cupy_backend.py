@@ -147,32 +147,58 @@ def test_residues_kernel(rng, m, width, nearest):
 
 
 @pytest.mark.parametrize("m", [2, 16, 17, 49])
+def _representatives(rng, values, ps, top):
+    """Some representative of each value mod p, up to the dtype's limit (multiples of p
+    added), the first two at that limit: (m, size) int64."""
+    r = np.array([[v % int(p) for v in values] for p in ps], dtype=np.int64)
+    room = (top - 256) // ps[:, None]
+    r = r + rng.integers(-room, room, r.shape) * ps[:, None]
+    r[:, :2] = ((top - 256) // ps[:, None]) * ps[:, None] + r[:, :2] % ps[:, None]   # the extremes
+    return r
+
+
 @pytest.mark.parametrize("shape,dtype,pairs", [((33, 61), np.int32, 1), ((64, 48), np.int32, 1),
                                                 ((16, 20), np.int64, 1), ((9, 12), np.int64, 3)])
-def test_epilogue_kernel(rng, m, shape, dtype, pairs):
-    """Products at the int32 / 2**50 extremes, residues of values up to the CRT bound."""
+@pytest.mark.parametrize("complex_", [False, True])
+def test_epilogue_kernel(rng, m, shape, dtype, pairs, complex_):
+    """Products at the int32 / 2**50 extremes, residues of values up to the CRT bound; complex:
+    Karatsuba triples whose P1 - P2 and P3 - P1 - P2 are such values."""
     import cupy
     from ozaki import crt
     from ozaki.backends import cupy_backend, numpy_backend
     ps = np.array(crt.moduli(m))
     top = 2 ** 31 - 1 if dtype == np.int32 else 2 ** 50
     bound = crt.crt_bound(m)
-    products = []
     size = int(np.prod(shape))
+
+    def values():
+        v = [int(x) * bound // 2 ** 62 for x in rng.integers(-2 ** 62, 2 ** 62, size)]
+        v[:4] = [bound, -bound, 0, bound - 1]
+        return v
+
+    products = []
     for _ in range(pairs):
-        values = [int(v) * bound // 2 ** 62 for v in rng.integers(-2 ** 62, 2 ** 62, size)]
-        values[:4] = [bound, -bound, 0, bound - 1]
-        r = np.array([[v % int(p) for v in values] for p in ps], dtype=np.int64)
-        # any representative, up to the dtype's limit: add multiples of p
-        room = (top - 256) // ps[:, None]
-        r = r + rng.integers(-room, room, r.shape) * ps[:, None]
-        r[:, :2] = ((top - 256) // ps[:, None]) * ps[:, None] + r[:, :2] % ps[:, None]   # the extremes
-        products.append(r.reshape((m,) + shape).astype(dtype))
+        if not complex_:
+            products.append((_representatives(rng, values(), ps, top),))
+            continue
+        re, im = values(), values()
+        P1 = _representatives(rng, [0] * size, ps, top)
+        P2 = _representatives(rng, [0] * size, ps, top)
+        P2 = P2 - (P2 - (P1 - np.array(re, dtype=object) % ps[:, None]).astype(np.int64)) % ps[:, None]
+        P3 = _representatives(rng, [0] * size, ps, top)
+        want3 = (np.array(im, dtype=object) + P1 + P2) % ps[:, None]
+        P3 = P3 - (P3 - want3.astype(np.int64)) % ps[:, None]
+        assert ((P1 - P2 - np.array(re, dtype=object)) % ps[:, None] == 0).all()
+        products.append((P1, P2, P3))
+    products = [tuple(P.reshape((m,) + shape).astype(dtype) for P in pair) for pair in products]
     shifts = list(range(pairs))
     ba, bb = rng.integers(-1100, 900, shape[0]), rng.integers(-1100, 900, shape[1])
     cpu = numpy_backend.epilogue(products, shifts, m, ba, bb)
-    gpu = cupy_backend.epilogue([cupy.asarray(p) for p in products], shifts, m, cupy.asarray(ba), cupy.asarray(bb))
-    assert same_bits(cpu, cupy.asnumpy(gpu))
+    gpu = cupy_backend.epilogue([tuple(cupy.asarray(P) for P in pair) for pair in products], shifts, m,
+                                cupy.asarray(ba), cupy.asarray(bb))
+    assert len(cpu) == len(gpu) == (2 if complex_ else 1)
+    for c, g in zip(cpu, gpu):
+        assert same_bits(c, cupy.asnumpy(g))
 
 
 @pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
@@ -194,27 +220,27 @@ def test_fp8_substrate_complex_and_stack(rng):
     assert same_bits(cpu, gpu)
 
 
-@pytest.mark.parametrize("k", [16, 4096, 74560])
+@pytest.mark.parametrize("k", [16, 4096, 262144])
 def test_fp8_digit_gemms_exact_on_adversarial_sums(rng, k):
     """The Hopper question: FP8 tensor cores accumulate with fewer bits than FP32.
-    Digit products all of one sign at the largest magnitude (partial sums up to
-    225 k, near 2**24 at the chunk limit), large terms followed by unit ones
-    (a wide accumulator meets small addends), and random digits: every FP32
-    output must be the exact integer (checked in Python ints via int64)."""
+    Digit products all of one sign at the largest magnitude (64; partial sums
+    up to 64 k = 2**24 at the XY GEMM's longest inner length 2 K_CHUNK), large
+    terms followed by unit ones (a wide accumulator meets small addends), and
+    random digits: every FP32 output must be the exact integer."""
     import cupy
     from ozaki.backends import cupy_backend
     from ozaki.gemm import fp8
     n = 32
-    Da = rng.integers(-15, 16, (1, n, k)).astype(np.int8)
-    Dbt = rng.integers(-15, 16, (1, n, k)).astype(np.int8)
-    Da[0, 0], Dbt[0, 0] = 15, 15                          # 225 k, one sign
-    Da[0, 1], Dbt[0, 1] = -15, 15                         # -225 k
-    Da[0, 2], Dbt[0, 2, :k // 2] = 15, 15
+    d = fp8.MAX_X
+    Da = rng.integers(-d, d + 1, (1, n, k)).astype(np.int8)
+    Dbt = rng.integers(-d, d + 1, (1, n, k)).astype(np.int8)
+    Da[0, 0], Dbt[0, 0] = d, d                            # 64 k, one sign
+    Da[0, 1], Dbt[0, 1] = -d, d                           # -64 k
+    Da[0, 2], Dbt[0, 2, :k // 2] = d, d
     Dbt[0, 2, k // 2:] = 0
-    Dbt[0, 2, -1] = 1                                      # 225 k/2 + 15: the unit survives?
-    Da[0, 3, :k // 2], Da[0, 3, k // 2:] = 15, 1          # big terms, then ones
-    Dbt[0, 3] = 15
-    Da[0, 4], Dbt[0, 4] = 8, 8                              # x digits at their largest: 64 k
+    Dbt[0, 2, -1] = 1                                      # 64 k/2 + 8: the unit survives?
+    Da[0, 3, :k // 2], Da[0, 3, k // 2:] = d, 1           # big terms, then small ones
+    Dbt[0, 3] = d
     got = cupy.asnumpy(cupy_backend.gemm_fp32_digits(cupy.asarray(Da), cupy.asarray(Dbt)))[0, 0]
     want = Da[0].astype(np.int64) @ Dbt[0].astype(np.int64).T
     assert np.abs(want).max() <= fp8.DIGIT_PRODUCT_MAX * k <= 2 ** 24
@@ -223,37 +249,34 @@ def test_fp8_digit_gemms_exact_on_adversarial_sums(rng, k):
 
 
 def test_fp8_residue_gemm_across_chunks(rng, monkeypatch):
-    """A residue product longer than one FP8 call (FP8_K_CHUNK lowered) still equals the int8 one."""
+    """A residue product longer than one FP32-exact chunk (fp8.K_CHUNK lowered) equals the int8 one."""
     import cupy
     from ozaki.backends import cupy_backend
     from ozaki.gemm import fp8
-    monkeypatch.setattr(cupy_backend, "FP8_K_CHUNK", 64)
+    monkeypatch.setattr(fp8, "K_CHUNK", 64)
     Ra = cupy.asarray(rng.integers(-128, 128, (2, 24, 300)).astype(np.int8))
     Rbt = cupy.asarray(rng.integers(-128, 128, (2, 40, 300)).astype(np.int8))
     Ra[0], Rbt[0] = -128, -128
     assert cupy.array_equal(fp8.gemm(cupy_backend, Ra, Rbt), cupy_backend.gemm(Ra, Rbt))
 
 
-def test_epilogue_reads_views_and_writes_into_tiles(rng, monkeypatch):
-    """Products with a padded modulus stride, read through a tile view, rounded into a view
-    of a larger output: the same bits as the CPU epilogue of that tile."""
+def test_epilogue_reads_views(rng):
+    """Products read through a tile view (row stride wider than the tile): the same bits as
+    the CPU epilogue of that tile."""
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
-    monkeypatch.setattr(cupy_backend, "MOD_PAD", 40)
     m, n, k = 16, 24, 300
     Ra = rng.integers(-128, 128, (m, n, k)).astype(np.int8)
     Rbt = rng.integers(-128, 128, (m, n, k)).astype(np.int8)
     prod = cupy_backend.gemm(cupy.asarray(Ra), cupy.asarray(Rbt))[0]
-    assert prod.strides[0] == (n * n + 40) * 4
     cpu = numpy_backend.gemm(Ra, Rbt)[0]
     assert np.array_equal(cupy.asnumpy(prod), cpu)
     ba, bb = rng.integers(-60, 0, n), rng.integers(-60, 0, n)
-    out = cupy.full((n, n), np.nan)
-    tile = out[4:20, 8:16]
-    cupy_backend.epilogue([prod[:, 4:20, 8:16]], [0], m, cupy.asarray(ba[4:20]), cupy.asarray(bb[8:16]), out=tile)
-    want = numpy_backend.epilogue([cpu[:, 4:20, 8:16]], [0], m, ba[4:20], bb[8:16])
-    assert same_bits(cupy.asnumpy(out[4:20, 8:16]), want)
-    assert bool(cupy.isnan(out[:4]).all()) and bool(cupy.isnan(out[:, :8]).all())   # outside untouched
+    tile = prod[:, 4:20, 8:16]
+    assert not tile.flags.c_contiguous
+    got = cupy_backend.epilogue([(tile,)], [0], m, cupy.asarray(ba[4:20]), cupy.asarray(bb[8:16]))[0]
+    want = numpy_backend.epilogue([(cpu[:, 4:20, 8:16],)], [0], m, ba[4:20], bb[8:16])[0]
+    assert same_bits(cupy.asnumpy(got), want)
 
 
 def test_runs_on_the_current_stream(rng):
@@ -269,17 +292,3 @@ def test_runs_on_the_current_stream(rng):
         assert cublas.getStream(cupy.cuda.device.get_cublas_handle()) == stream.ptr
     stream.synchronize()
     assert same_bits(cpu, cupy.asnumpy(gpu))
-
-
-@pytest.mark.parametrize("priority", [0, -1])
-def test_overlapped_gemm_epilogue_same_bits(rng, monkeypatch, priority):
-    """GEMMs and epilogue tile by tile on two streams (small tiles so that many run)."""
-    from ozaki.backends import cupy_backend
-    monkeypatch.setattr(cupy_backend, "OVERLAP_EPILOGUE", True)
-    monkeypatch.setattr(cupy_backend, "EPILOGUE_STREAM_PRIORITY", priority)
-    monkeypatch.setattr(cupy_backend, "GEMM_TILE", 32)
-    monkeypatch.setattr(cupy_backend, "MOD_PAD", 8)
-    A, B = inputs.wide(rng, (100, 70), 30), inputs.normal(rng, (70, 90))
-    for mode in ("fast", "accurate"):
-        cpu, gpu = both(A, B, mode=mode)
-        assert same_bits(cpu, gpu), mode

@@ -1,14 +1,17 @@
 // Epilogue in one pass: reduce the int32/int64 GEMM products modulo p, CRT each
 // slice pair into exact 32-bit limbs, add the pairs into a Kulisch accumulator
 // at their shifts, round once to float64 at 2**(beta_a[i] + beta_b[j]).
+// Complex products (COMPLEX): each pair brings the three Karatsuba products
+// P1 = Ar Br, P2 = Ai Bi, P3 = (Ar + Ai)(Br + Bi), and the kernel forms
+// Re = P1 - P2 and Im = P3 - P1 - P2 itself (exact in float64), reducing and
+// rounding both: the products are read once, no int64 copies.
 //
 // The same steps as ozaki/crt/reconstruct.py (reconstruct) and
 // ozaki/crt/kulisch.py (normalize, round_to_float64).  Compile-time sizes:
 //   PROD_T  the element type of the products (int or long long)
 //   NMOD    the number of moduli; LP limbs of one CRT value, LACC of the accumulator
-//   VEC     consecutive outputs of a row per thread (4 or 2: one vector load per
-//           modulus, int32 products only)
 //   SINGLE_PAIR  defined when there is one slice pair (fast/accurate modes)
+//   COMPLEX      defined for complex products (three inputs, two outputs a pair)
 // and the constant tables MOD_P, MOD_INV, CRT_C (NMOD x LP limbs of c_i),
 // CRT_P (LP limbs of P) and CRT_INV_P from cupy_backend._constant_tables.
 
@@ -81,57 +84,64 @@ __device__ __forceinline__ double round_to_float64(long long* a, long long expon
     return negative ? -r : r;
 }
 
-extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npairs, NMOD, rows, cols)
+#ifdef COMPLEX
+#define NIN 3
+#define NOUT 2
+#else
+#define NIN 1
+#define NOUT 1
+#endif
+
+extern "C" __global__ void epilogue(const PROD_T* const* __restrict__ prods,  // (npairs * NIN) pointers
                                     int npairs, long long rows, long long cols,
-                                    long long pair_stride, long long mod_stride, long long row_stride,
+                                    long long mod_stride, long long row_stride,
                                     const int* __restrict__ shifts,         // (npairs,) in limbs
                                     const long long* __restrict__ beta_a,
                                     const long long* __restrict__ beta_b,
-                                    double* __restrict__ out, long long out_stride) {
-    // Strides in elements: the products may be a view (a padded modulus stride,
-    // an output tile); the last axis is contiguous.
-    long long groups = cols / VEC;                  // cols is a multiple of VEC
-    for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < rows * groups;
+                                    double* __restrict__ out0, double* __restrict__ out1,
+                                    long long out_stride) {
+    // Every product array has shape (NMOD, rows, cols) with the same strides (in
+    // elements; the last axis contiguous): they come from one GEMM routine.
+    for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < rows * cols;
          v += (long long)gridDim.x * blockDim.x) {
-        long long row = v / groups;
-        long long col0 = (v - row * groups) * VEC;
-        long long idx = row * row_stride + col0;
-        long long acc[VEC][LACC];
+        long long row = v / cols;
+        long long col = v - row * cols;
+        long long idx = row * row_stride + col;
+        long long acc[NOUT][LACC];
 #pragma unroll
-        for (int e = 0; e < VEC; ++e)
+        for (int o = 0; o < NOUT; ++o)
 #pragma unroll
-            for (int l = 0; l < LACC; ++l) acc[e][l] = 0;
+            for (int l = 0; l < LACC; ++l) acc[o][l] = 0;
         for (int pair = 0; pair < npairs; ++pair) {
             // S = sum_i r_i c_i in float64 limbs.  r_i = x - p rint(x / p) is some
             // residue of the product x with |r_i| <= 1.5 p (|x| < 2**53: the
             // rounded quotient is off by at most one), so |r_i c_il| < 2**41 and
             // the at most 49 terms of a limb stay below 2**47: exact.
-            double S[VEC][LP];
+            double S[NOUT][LP];
 #pragma unroll
-            for (int e = 0; e < VEC; ++e)
+            for (int o = 0; o < NOUT; ++o)
 #pragma unroll
-                for (int l = 0; l < LP; ++l) S[e][l] = 0.0;
-            const PROD_T* pp = prod + (long long)pair * pair_stride + idx;
+                for (int l = 0; l < LP; ++l) S[o][l] = 0.0;
+            const PROD_T* p[NIN];
+#pragma unroll
+            for (int h = 0; h < NIN; ++h) p[h] = prods[pair * NIN + h] + idx;
 #pragma unroll
             for (int i = 0; i < NMOD; ++i) {
-                PROD_T x[VEC];
-#if VEC == 4
-                int4 w = *reinterpret_cast<const int4*>(pp + (long long)i * mod_stride);
-                x[0] = w.x; x[1] = w.y; x[2] = w.z; x[3] = w.w;
-#elif VEC == 2
-                int2 w = *reinterpret_cast<const int2*>(pp + (long long)i * mod_stride);
-                x[0] = w.x; x[1] = w.y;
+                double x[NOUT];
+#ifdef COMPLEX
+                // |P| < 2**51 (k 2**14 with k below 2**37): the differences are exact.
+                double p1 = to_double(p[0][i * mod_stride]), p2 = to_double(p[1][i * mod_stride]);
+                x[0] = p1 - p2;
+                x[1] = to_double(p[2][i * mod_stride]) - p1 - p2;
 #else
-#pragma unroll
-                for (int e = 0; e < VEC; ++e) x[e] = pp[(long long)i * mod_stride + e];
+                x[0] = to_double(p[0][i * mod_stride]);
 #endif
 #pragma unroll
-                for (int e = 0; e < VEC; ++e) {
-                    double xd = to_double(x[e]);
-                    double t = fma(xd, MOD_INV[i], MAGIC) - MAGIC;
-                    double r = fma(-t, MOD_P[i], xd);
+                for (int o = 0; o < NOUT; ++o) {
+                    double t = fma(x[o], MOD_INV[i], MAGIC) - MAGIC;
+                    double r = fma(-t, MOD_P[i], x[o]);
 #pragma unroll
-                    for (int l = 0; l < LP; ++l) S[e][l] = fma(r, CRT_C[i][l], S[e][l]);
+                    for (int l = 0; l < LP; ++l) S[o][l] = fma(r, CRT_C[i][l], S[o][l]);
                 }
             }
 #ifdef SINGLE_PAIR
@@ -140,23 +150,25 @@ extern "C" __global__ void epilogue(const PROD_T* __restrict__ prod,   // (npair
             int sh = shifts[pair];
 #endif
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) {
+            for (int o = 0; o < NOUT; ++o) {
                 double Sf = 0.0;
 #pragma unroll
-                for (int l = 0; l < LP; ++l) Sf = fma(S[e][l], LIMB_WEIGHT[l], Sf);
+                for (int l = 0; l < LP; ++l) Sf = fma(S[o][l], LIMB_WEIGHT[l], Sf);
                 // |C'| <= P/2 - P/2**20 keeps S / P 2**-20 off a half-integer; the
                 // float64 error of Sf / P is below 2**-36: the quotient is exact.
                 double q = fma(Sf, CRT_INV_P, MAGIC) - MAGIC;
                 // |q| < 2**13 and P's limbs < 2**32: S_l - q P_l < 2**48, exact.
 #pragma unroll
-                for (int l = 0; l < LP; ++l) acc[e][sh + l] += to_int64(fma(-q, CRT_P[l], S[e][l]));
+                for (int l = 0; l < LP; ++l) acc[o][sh + l] += to_int64(fma(-q, CRT_P[l], S[o][l]));
             }
         }
-        long long ba = beta_a[row];
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) {
-            normalize(acc[e], LACC);
-            out[row * out_stride + col0 + e] = round_to_float64<LACC>(acc[e], ba + beta_b[col0 + e]);
-        }
+        long long e = beta_a[row] + beta_b[col];
+        long long at = row * out_stride + col;
+        normalize(acc[0], LACC);
+        out0[at] = round_to_float64<LACC>(acc[0], e);
+#ifdef COMPLEX
+        normalize(acc[1], LACC);
+        out1[at] = round_to_float64<LACC>(acc[1], e);
+#endif
     }
 }
