@@ -43,7 +43,8 @@ elif [ "$profile" = final ]; then      # one run of everything the open issues r
     stage gemm_fp8 50 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal --no-emulated \
         --modes accurate --substrates int8 fp8 --samples 8 --repeats 3 --out "$W/gemm_fp8.json"
     stage fft 60 python3 -m bench.fft --cubes 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
-    stage fft_big 80 python3 -m bench.fft --cubes 512 --sizes 16777216 --repeats 1 --out "$W/fft_big.json"
+    stage fft_2to24 45 python3 -m bench.fft --cubes --sizes 16777216 --repeats 2 --single --out "$W/fft_2to24.json"
+    stage fft_512 45 python3 -m bench.fft --cubes 512 --sizes --repeats 2 --single --out "$W/fft_512.json"
 elif [ "$profile" = fft ]; then        # the largest transforms alone
     stage fft 150 python3 -m bench.fft --cubes 512 --sizes 16777216 --repeats 2 --out "$W/fft.json"
 elif [ "$profile" = extra ]; then      # what a full run had no time left for
