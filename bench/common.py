@@ -32,8 +32,8 @@ BACKEND_STEPS = ("scan_rows", "residues", "transposed", "gemm", "gemm_fp32_digit
 
 
 def step_split(fn, steps=BACKEND_STEPS):
-    """Milliseconds of one fn() run spent in each cupy-backend step (CUDA events around
-    every call, none of these steps calls another), the rest under "other"."""
+    """(milliseconds of one fn() run spent in each cupy-backend step, fn's result): CUDA
+    events around every call (none of these steps calls another), the rest under "other"."""
     import cupy
     from ozaki.backends import cupy_backend as be
     events = {name: [] for name in steps}
@@ -56,7 +56,7 @@ def step_split(fn, steps=BACKEND_STEPS):
         cupy.cuda.Device().synchronize()
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
-        fn()
+        result = fn()
         end.record()
         end.synchronize()
     finally:
@@ -65,7 +65,7 @@ def step_split(fn, steps=BACKEND_STEPS):
     split = {name: sum(cupy.cuda.get_elapsed_time(a, b) for a, b in ev) for name, ev in events.items() if ev}
     split["total"] = cupy.cuda.get_elapsed_time(start, end)
     split["other"] = split["total"] - sum(v for k, v in split.items() if k != "total")
-    return {k: round(v, 3) for k, v in split.items()}
+    return {k: round(v, 3) for k, v in split.items()}, result
 
 
 def sample_entries(rng, m, n, count):

@@ -6,6 +6,7 @@
 #   full   all of it: GEMM n = 1024..16384, ZGEMM, FFT, verify --profile full  (under 10 min)
 #   extra  GEMM 16384 again, phi1 and ZGEMM 8192, FFT 2^24 and 512^3         (about 5 min)
 #   probe  GPU tests, fp8 exactness, step probes at 16384, fp8 vs int8 GEMM, FFT with time splits
+#   last   epilogue kernel tests, a cProfile of fftn 256^3, FFT 2^24 and 512^3 (one run each)
 #   final  GPU tests, fp8 exactness, steps, GEMM 1024..16384, ZGEMM, fp8 vs int8, FFT up to 2^24, 512^3
 set -u
 OUT=${OUT:-bench/results/out}
@@ -45,6 +46,11 @@ elif [ "$profile" = final ]; then      # one run of everything the open issues r
     stage fft 60 python3 -m bench.fft --cubes 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
     stage fft_2to24 45 python3 -m bench.fft --cubes --sizes 16777216 --repeats 2 --single --out "$W/fft_2to24.json"
     stage fft_512 45 python3 -m bench.fft --cubes 512 --sizes --repeats 2 --single --out "$W/fft_512.json"
+elif [ "$profile" = last ]; then       # the epilogue kernel tests, where the FFT's time goes, the largest FFTs
+    stage gpu_tests 60 python3 -m pytest -q -m gpu tests/backends/test_cupy_backend.py -k epilogue -p no:cacheprovider
+    stage fft_profile 40 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.fft --profile 256
+    stage fft_2to24 130 python3 -m bench.fft --cubes --sizes 16777216 --repeats 2 --single --out "$W/fft_2to24.json"
+    stage fft_512 130 python3 -m bench.fft --cubes 512 --sizes --repeats 2 --single --out "$W/fft_512.json"
 elif [ "$profile" = fft ]; then        # the largest transforms alone
     stage fft 150 python3 -m bench.fft --cubes 512 --sizes 16777216 --repeats 2 --out "$W/fft.json"
 elif [ "$profile" = extra ]; then      # what a full run had no time left for
@@ -78,6 +84,7 @@ echo "== GPU tests =="; grep -E "passed|failed|Error" "$W/gpu_tests.txt" | tail 
 echo "== time split =="; cat "$W/steps.txt"
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
-[ -f "$W/fft.txt" ] && { echo "== FFT =="; cat "$W"/fft*.txt; }
+[ -f "$W/fft_profile.txt" ] && { echo "== FFT profile =="; head -45 "$W/fft_profile.txt"; }
+ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_2to24.txt "$W"/fft_512.txt 2>/dev/null; }
 [ -f "$W/verify.txt" ] && { echo "== verify =="; grep -E "FAIL|fail|verify:" "$W/verify.txt" | tail -8; }
 } | tee "$OUT/summary.txt"

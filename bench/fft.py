@@ -33,11 +33,24 @@ def main(argv=None):
     ap.add_argument("--max-l2-size", type=int, default=1 << 20,
                     help="longest transform whose sampled bins get the mpmath reference (O(N) each)")
     ap.add_argument("--single", action="store_true",
-                    help="largest transforms: one warm-up (its result gives the error) and one timed, split run")
+                    help="largest transforms: one run, timed and split, whose result gives the error")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="only profile one N^3 fftn with cProfile (run with CUDA_LAUNCH_BLOCKING=1 so "
+                         "that GPU time lands on the Python call that launched it)")
     ap.add_argument("--out", default="bench/results/fft.json")
     a = ap.parse_args(argv)
     rng = np.random.default_rng(5)
     rows = []
+    if a.profile:
+        import cProfile
+        import pstats
+        d = cupy.asarray(rng.random((a.profile,) * 3) - 0.5 + 0j)
+        of.fftn(d)
+        cupy.cuda.Device().synchronize()
+        prof = cProfile.Profile()
+        prof.runcall(lambda: (of.fftn(d), cupy.cuda.Device().synchronize()))
+        pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+        return
 
     def record(row):                   # written after every row: a later size may run out of time
         rows.append(row)
@@ -48,12 +61,12 @@ def main(argv=None):
         """(cuFFT ms, ours ms, our time split, our result)."""
         g = cupy.fft.fftn if d.ndim > 1 else cupy.fft.fft
         t_cufft, _ = common.time_gpu(lambda: g(d), repeats=a.repeats)
-        if a.single:
-            result = f(d)
-            split = common.step_split(lambda: f(d))
+        if a.single:                   # one run: its split, time and error (first call: compiles included)
+            split, result = common.step_split(lambda: f(d))
             return t_cufft, split["total"], split, result
         t_ours, _ = common.time_gpu(lambda: f(d), warmup=1, repeats=a.repeats)
-        return t_cufft, t_ours, common.step_split(lambda: f(d)), f(d)
+        split, result = common.step_split(lambda: f(d))
+        return t_cufft, t_ours, split, result
 
     for n in a.cubes:
         d = cupy.asarray(rng.random((n, n, n)) - 0.5 + 0j)
