@@ -7,6 +7,7 @@
 #   extra  GEMM 16384 again, phi1 and ZGEMM 8192, FFT 2^24 and 512^3         (about 5 min)
 #   probe  GPU tests, fp8 exactness, step probes at 16384, fp8 vs int8 GEMM, FFT with time splits
 #   last   epilogue kernel tests, a cProfile of fftn 256^3, FFT 2^24 and 512^3 (one run each)
+#   check  GPU tests, FFT 2^16, 2^20, 256^3, ZGEMM 4096 and 8192
 #   final  GPU tests, fp8 exactness, steps, GEMM 1024..16384, ZGEMM, fp8 vs int8, FFT up to 2^24, 512^3
 set -u
 OUT=${OUT:-bench/results/out}
@@ -51,6 +52,11 @@ elif [ "$profile" = last ]; then       # the epilogue kernel tests, where the FF
     stage fft_profile 40 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.fft --profile 256
     stage fft_2to24 130 python3 -m bench.fft --cubes --sizes 16777216 --repeats 2 --single --out "$W/fft_2to24.json"
     stage fft_512 130 python3 -m bench.fft --cubes 512 --sizes --repeats 2 --single --out "$W/fft_512.json"
+elif [ "$profile" = check ]; then      # GPU tests, FFT and ZGEMM after the last changes
+    stage gpu_tests 110 python3 -m pytest -q -m gpu tests -p no:cacheprovider --junitxml="$W/gpu_tests.xml"
+    stage fft 50 python3 -m bench.fft --cubes 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
+    stage zgemm 25 python3 -m bench.gemm --sizes 4096 8192 --families complex --no-emulated --samples 4 \
+        --repeats 3 --modes accurate --out "$W/zgemm.json"
 elif [ "$profile" = fft ]; then        # the largest transforms alone
     stage fft 150 python3 -m bench.fft --cubes 512 --sizes 16777216 --repeats 2 --out "$W/fft.json"
 elif [ "$profile" = extra ]; then      # what a full run had no time left for

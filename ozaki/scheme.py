@@ -25,8 +25,8 @@ RN(A'B' 2**(beta_i + beta_j)) for its own integers A', B'; ozaki.reference
 computes that independently.  Complex products run the same steps on the real
 and imaginary parts with three GEMMs per modulus (product_finite); stacks of
 matrices run through them at once (matmul_stack).  ``plan`` is shared by both backends (it only
-uses array-module reductions); the backends implement ``residues``, ``gemm``
-and ``epilogue``.
+uses array-module reductions); the backends implement ``residues``,
+``add_residues`` (complex), ``gemm`` and ``epilogue``.
 """
 
 import math
@@ -252,12 +252,6 @@ def blocks(m, n, k, plan, workspace, complex_=False):
     return mb, nb
 
 
-def add_residues(xp, x, y, m):
-    """(x + y) mod p_i, symmetric, for int8 residue stacks (m, rows, k): the residues of a sum."""
-    return xp.stack([crt.symmetric(x[i].astype(xp.int16) + y[i], p)
-                     for i, p in enumerate(crt.moduli(m))]).astype(xp.int8)
-
-
 def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substrate="int8"):
     """The exact-then-rounded product under ``plan``; a list of the output parts.
 
@@ -287,7 +281,7 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
     def slices(X_parts, beta, count):
         rs = [_residue_slices(X, beta, plan, count, backend) for X in X_parts]
         if parts == 2:
-            rs.append([add_residues(xp, x, y, plan.num_moduli) for x, y in zip(*rs)])
+            rs.append([backend.add_residues(x, y, plan.num_moduli) for x, y in zip(*rs)])
         return rs
 
     for j0 in range(0, n, nb):
@@ -320,26 +314,28 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
 
 
 def signed_zeros(xp, A, B, C):
-    """IEEE sign of zero results: -0 exactly where every term a_ik b_kj is -0."""
-    k = A.shape[1]
+    """IEEE sign of zero results: -0 exactly where every term a_ik b_kj is -0.
+    A (..., m, k), B (..., k, n): stacks are handled at once."""
+    k = A.shape[-1]
     f = xp.float64
-    nonzero_terms = (A != 0).astype(f) @ (B != 0).astype(f)
+    nonzero_terms = xp.matmul((A != 0).astype(f), (B != 0).astype(f))
     sa, sb = xp.signbit(A).astype(f), xp.signbit(B).astype(f)
-    differ = sa.sum(axis=1)[:, None] + sb.sum(axis=0)[None, :] - 2 * (sa @ sb)
+    differ = sa.sum(axis=-1)[..., :, None] + sb.sum(axis=-2)[..., None, :] - 2 * xp.matmul(sa, sb)
     return xp.where((nonzero_terms == 0) & (differ == k), -0.0, C)
 
 
 def special_values(xp, A, B, C):
-    """NaN and +-inf where IEEE arithmetic on the exact terms gives them."""
+    """NaN and +-inf where IEEE arithmetic on the exact terms gives them (stacks at once)."""
     f = xp.float64
+    mm = xp.matmul
     pos_a, neg_a, pos_b, neg_b = (A > 0).astype(f), (A < 0).astype(f), (B > 0).astype(f), (B < 0).astype(f)
     pinf_a, ninf_a = (A == xp.inf).astype(f), (A == -xp.inf).astype(f)
     pinf_b, ninf_b = (B == xp.inf).astype(f), (B == -xp.inf).astype(f)
     zero_a, zero_b = (A == 0).astype(f), (B == 0).astype(f)
-    nan = (xp.isnan(A).any(axis=1)[:, None] | xp.isnan(B).any(axis=0)[None, :]
-           | ((pinf_a + ninf_a) @ zero_b > 0) | (zero_a @ (pinf_b + ninf_b) > 0))
-    plus = pinf_a @ pos_b + ninf_a @ neg_b + pos_a @ pinf_b + neg_a @ ninf_b > 0
-    minus = pinf_a @ neg_b + ninf_a @ pos_b + pos_a @ ninf_b + neg_a @ pinf_b > 0
+    nan = (xp.isnan(A).any(axis=-1)[..., :, None] | xp.isnan(B).any(axis=-2)[..., None, :]
+           | (mm(pinf_a + ninf_a, zero_b) > 0) | (mm(zero_a, pinf_b + ninf_b) > 0))
+    plus = mm(pinf_a, pos_b) + mm(ninf_a, neg_b) + mm(pos_a, pinf_b) + mm(neg_a, ninf_b) > 0
+    minus = mm(pinf_a, neg_b) + mm(ninf_a, pos_b) + mm(pos_a, ninf_b) + mm(neg_a, pinf_b) > 0
     C = xp.where(plus, xp.inf, C)
     C = xp.where(minus, -xp.inf, C)
     return xp.where(nan | (plus & minus), xp.nan, C)
@@ -441,11 +437,15 @@ def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate
     C = [c.reshape(batch, m, n)
          for c in product_finite(A_parts, Bt_parts, plan, backend, workspace, batch, substrate)]
     found = _flags_found(xp, plan)
-    for g in _needing_fixups(xp, C, found):
+    needing = _needing_fixups(xp, C, found)
+    if needing:                        # the matrices that need them, as one stack
+        g = xp.asarray(needing) if len(needing) < batch else slice(None)
         if complex_:
             Ar, Ai, Br, Bi = A[g].real, A[g].imag, B[g].real, B[g].imag
-            C[0][g] = _ieee_fixups(xp, xp.concatenate([Ar, -Ai], axis=1), xp.concatenate([Br, Bi]), C[0][g], found)
-            C[1][g] = _ieee_fixups(xp, xp.concatenate([Ar, Ai], axis=1), xp.concatenate([Bi, Br]), C[1][g], found)
+            C[0][g] = _ieee_fixups(xp, xp.concatenate([Ar, -Ai], axis=-1), xp.concatenate([Br, Bi], axis=-2),
+                                   C[0][g], found)
+            C[1][g] = _ieee_fixups(xp, xp.concatenate([Ar, Ai], axis=-1), xp.concatenate([Bi, Br], axis=-2),
+                                   C[1][g], found)
         else:
             C[0][g] = _ieee_fixups(xp, A[g], B[g], C[0][g], found)
     return _complex(xp, *C) if complex_ else C[0]

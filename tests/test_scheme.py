@@ -202,3 +202,19 @@ def test_same_sign_products_at_the_crt_bound(mode, nm):
     B = np.full((k, 2), -(1.0 + 2.0 ** -52))
     A[1] = 2.0 ** -1000
     check_mode(A, B, mode, nm)
+
+
+def test_fixups_on_a_stack_match_each_matrix(rng):
+    """Signed zeros and NaN/inf fixed on the stack's matrices that need them, at once: the same
+    bits as each matrix alone, and IEEE's zero signs where every term is a zero."""
+    import ozaki
+    A = rng.standard_normal((5, 6, 9))
+    B = rng.standard_normal((5, 9, 4))
+    A[1] = -0.0                                  # every term -0 * b: zero results, signs from b
+    A[3, 2, 4] = np.inf
+    A[4], B[4] = 0.0, -0.0                       # every term +0 * -0 = -0: sums -0
+    C = ozaki.matmul(A, B)
+    for g in range(5):
+        assert np.array_equal(C[g].view(np.int64), ozaki.matmul(A[g], B[g]).view(np.int64)), g
+    assert np.signbit(C[4]).all() and (C[4] == 0).all()
+    assert np.isinf(C[3, 2]).all() and np.isfinite(np.delete(C[3], 2, axis=0)).all()

@@ -144,6 +144,20 @@ def residues(x, beta, width, m, nearest=False):
     return out
 
 
+# (x + y) mod p in the symmetric range, one pass: both in [-floor(p/2), ceil(p/2) - 1],
+# so one correction by p suffices (numpy_backend.add_residues).
+_ADD_RESIDUES = cupy.ElementwiseKernel(
+    "int8 x, int8 y, int16 p", "int8 out",
+    "int h = p / 2; int s = (int)x + (int)y; out = (signed char)(s > p - 1 - h ? s - p : (s < -h ? s + p : s));",
+    "ozaki_add_residues")
+
+
+def add_residues(x, y, m):
+    """As numpy_backend.add_residues, in one elementwise kernel."""
+    p = cupy.asarray(np.array(_moduli(m), dtype=np.int16)).reshape(-1, 1, 1)
+    return _ADD_RESIDUES(x, y, p)
+
+
 def transposed(x):
     """x.T as a C-contiguous array; float64 matrices through cuBLAS dgeam, which
     runs near the copy bandwidth (a strided copy ran at about 1.6 TB/s)."""

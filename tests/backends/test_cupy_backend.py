@@ -292,3 +292,29 @@ def test_runs_on_the_current_stream(rng):
         assert cublas.getStream(cupy.cuda.device.get_cublas_handle()) == stream.ptr
     stream.synchronize()
     assert same_bits(cpu, cupy.asnumpy(gpu))
+
+
+def test_add_residues_kernel(rng):
+    import cupy
+    from ozaki import crt
+    from ozaki.backends import cupy_backend, numpy_backend
+    m = 49
+    ps = np.array(crt.moduli(m)).reshape(-1, 1, 1)
+    x = (rng.integers(0, 10 ** 6, (m, 40, 70)) % ps - ps // 2).astype(np.int8)
+    y = (rng.integers(0, 10 ** 6, (m, 40, 70)) % ps - ps // 2).astype(np.int8)
+    got = cupy_backend.add_residues(cupy.asarray(x), cupy.asarray(y), m)
+    assert np.array_equal(cupy.asnumpy(got), numpy_backend.add_residues(x, y, m))
+
+
+def test_fixups_on_a_stack(rng):
+    """Signed zeros and NaN/inf on a stack where only some matrices need them."""
+    A = inputs.normal(rng, (5, 6, 9))
+    B = inputs.normal(rng, (5, 9, 4))
+    A[1] = -0.0
+    A[3, 2, 4] = np.inf
+    A[4] = 0.0
+    B[4] = -0.0
+    cpu, gpu = both(A, B)
+    assert same_bits(cpu, gpu)
+    for g in range(5):                       # the stack's fix-ups are each matrix's own
+        assert same_bits(cpu[g], ozaki.matmul(A[g], B[g])), g

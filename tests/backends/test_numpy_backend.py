@@ -30,3 +30,22 @@ def test_residues_are_those_of_the_scaled_integers(rng, nearest, spread):
     for i, p in enumerate(crt.moduli(m)):
         want = np.array([[crt.symmetric(v % p, p) for v in row] for row in ints])
         assert np.array_equal(got[i], want), p
+
+
+def test_add_residues_every_pair():
+    """(x + y) mod p, symmetric, for every pair of residues of every modulus, against Python ints."""
+    from ozaki import crt
+    m = 49
+    ps = crt.moduli(m)
+    lo = np.array([-(p // 2) for p in ps])
+    x = np.zeros((m, 256, 256), dtype=np.int8)
+    y = np.zeros((m, 256, 256), dtype=np.int8)
+    for i, p in enumerate(ps):
+        r = np.arange(p) + lo[i]                     # the whole symmetric range
+        x[i, :p, :p] = r[:, None]
+        y[i, :p, :p] = r[None, :]
+    got = numpy_backend.add_residues(x, y, m)
+    for i, p in enumerate(ps):
+        h = p // 2
+        want = [[(int(a) + int(b) + h) % p - h for b in y[i, 0, :p]] for a in x[i, :p, 0]]
+        assert np.array_equal(got[i, :p, :p], np.array(want)), p
