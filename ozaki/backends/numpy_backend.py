@@ -141,13 +141,9 @@ def residues(x, beta, width, m, nearest=False):
 
 def add_residues(x, y, m):
     """(x + y) mod p_i in the symmetric range, for int8 residue stacks (m, rows, k): the
-    residues of a sum.  Both lie in [-floor(p/2), ceil(p/2) - 1], so one correction
-    by p brings their sum back."""
+    residues of a sum (every modulus at once, p broadcast along the first axis)."""
     p = np.array(_moduli(m), dtype=np.int16).reshape(-1, 1, 1)
-    h = p // 2
-    s = x.astype(np.int16) + y
-    s = np.where(s > p - 1 - h, s - p, np.where(s < -h, s + p, s))
-    return s.astype(np.int8)
+    return symmetric(x.astype(np.int16) + y, p).astype(np.int8)
 
 
 def _batched_matmul(Ra, Rbt, batch, dtype):

@@ -29,7 +29,7 @@ Everything here is small pure functions; the backend runs the digit GEMMs
 
 import numpy as np
 
-__all__ = ["split_digits", "digit_bounds", "K_CHUNK", "e4m3_bits", "E4M3_CODES", "recombine", "gemm"]
+__all__ = ["split_digits", "digit_bounds", "K_CHUNK", "e4m3_bits", "e4m3_codes", "E4M3_CODES", "recombine", "gemm"]
 
 FP32_EXACT = 2 ** 24            # every integer of magnitude <= 2**24 is a float32
 SEGMENT = 128                   # products a Hopper FP8 tensor core sums before FP32 (measured)
@@ -74,12 +74,16 @@ def e4m3_bits(v):
     return (0x80 if v < 0 else 0) | (e + 7) << 3 | mantissa
 
 
-# The e4m3 byte of every possible digit, indexed by the digit's int8 byte (its
-# uint8 view); bytes that are no digit map to 0x7F (NaN), so a stray one shows.
-E4M3_CODES = np.full(256, 0x7F, dtype=np.uint8)
-for _v in range(-max(MAX_X, MAX_Y), max(MAX_X, MAX_Y) + 1):
-    E4M3_CODES[_v & 0xFF] = e4m3_bits(_v)
-del _v
+def e4m3_codes(limit):
+    """The e4m3 byte of every integer v with |v| <= limit (<= 16), indexed by v's int8
+    byte (its uint8 view); other bytes map to 0x7F (NaN), so a stray one shows."""
+    codes = np.full(256, 0x7F, dtype=np.uint8)
+    for v in range(-limit, limit + 1):
+        codes[v & 0xFF] = e4m3_bits(v)
+    return codes
+
+
+E4M3_CODES = e4m3_codes(max(MAX_X, MAX_Y))      # the digits' bytes
 
 
 def recombine(XX, XY, YY, xp=np):
