@@ -31,7 +31,7 @@ _state = threading.local()
 def get_config():
     """The current defaults: a dict with 'mode' and 'num_moduli'."""
     if not hasattr(_state, "config"):
-        _state.config = {"mode": "accurate", "num_moduli": None, "workspace": None}
+        _state.config = {"mode": "accurate", "num_moduli": None, "workspace": None, "path": "auto"}
     return dict(_state.config)
 
 
@@ -42,10 +42,16 @@ def config(**options):
     mode, num_moduli: as for ``matmul``; workspace: bytes the residues and
     products of one block may take (None: half the free device memory on the
     GPU, 1 GiB on the CPU); larger products are blocked over rows and columns.
+    path: how the GPU runs a product, "auto" (default: the measured crossover
+    table in ozaki.scheme.PATHS picks), "fused" (one kernel: int8 tensor-core
+    products of every modulus, CRT and rounding on chip) or "cublas" (a cuBLAS
+    int8 GEMM per modulus, then the epilogue pass).  The bits are the same.
     """
-    unknown = set(options) - {"mode", "num_moduli", "workspace"}
+    unknown = set(options) - {"mode", "num_moduli", "workspace", "path"}
     if unknown:
         raise TypeError(f"config() got unexpected options {sorted(unknown)}")
+    if "path" in options and options["path"] not in scheme.PATHS:
+        raise ValueError(f"path must be one of {scheme.PATHS}, got {options['path']!r}")
     old = get_config()
     _state.config = {**old, **options}
     try:
@@ -171,7 +177,8 @@ def matmul(a, b, /, *, mode=None, num_moduli=None, substrate="int8"):
     count = int(np.prod(batch, dtype=np.int64))
     a3 = xp.broadcast_to(a2, batch + a2.shape[-2:]).reshape((count,) + a2.shape[-2:])
     b3 = xp.broadcast_to(b2, batch + b2.shape[-2:]).reshape((count,) + b2.shape[-2:])
-    out = scheme.matmul_stack(a3, b3, mode, num_moduli, backend, get_config()["workspace"], substrate)
+    cfg = get_config()
+    out = scheme.matmul_stack(a3, b3, mode, num_moduli, backend, cfg["workspace"], substrate, cfg["path"])
     out = out.reshape(batch + (m, n))
     if a.ndim == 1:
         out = out[..., 0, :]

@@ -38,6 +38,13 @@ from .crt.kulisch import LIMB_BITS
 
 MODES = ("fast", "accurate", "exact")
 
+# How a backend runs the GEMMs and the epilogue of one product: "fused" (one
+# kernel per product: the int8 products of every modulus, the reduction mod p,
+# CRT and rounding on chip; backends that have ``fused_product``), "cublas"
+# (a library GEMM per modulus, the products through memory, then ``epilogue``),
+# or "auto": the backend's ``choose_path`` from its measured crossover table.
+PATHS = ("auto", "fused", "cublas")
+
 def _clog2(k):
     return max(k - 1, 0).bit_length()
 
@@ -372,7 +379,7 @@ def _flags_found(xp, plan):
     return int((flags & 1).any()) + 2 * int((flags & 2).any())     # the one host sync
 
 
-def matmul2d(A, B, mode, num_moduli, backend, workspace=None, substrate="int8"):
+def matmul2d(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", path="auto"):
     """C = A @ B for 2-D float64 or complex128 arrays of the backend, exactly-then-rounded.
 
     ``workspace``: bytes the residues and products of one block may take
@@ -380,10 +387,10 @@ def matmul2d(A, B, mode, num_moduli, backend, workspace=None, substrate="int8"):
     and imaginary parts are each the exact sum of their 2k real terms, rounded
     once (and their IEEE specials are those of these real sums).
     """
-    return matmul_stack(A[None], B[None], mode, num_moduli, backend, workspace, substrate)[0]
+    return matmul_stack(A[None], B[None], mode, num_moduli, backend, workspace, substrate, path)[0]
 
 
-def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int8"):
+def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", path="auto"):
     """C[g] = A[g] @ B[g] for stacks (batch, m, k), (batch, k, n), as matmul2d each.
 
     The stack goes through the pipeline at once (one plan over all rows, batched
@@ -405,14 +412,14 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int
     per_matrix = ((m + n) * (k + 16) * (3 if complex_ else 1) + m * n * PRODUCT_BYTES[complex_]) * mods
     step = max(1, min(batch, workspace // max(per_matrix, 1)))
     if step == batch:                  # one piece: its result is the output (no copy)
-        return _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate)
+        return _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path)
     for g0 in range(0, batch, step):
         out[g0:g0 + step] = _stack_piece(A[g0:g0 + step], B[g0:g0 + step], mode, num_moduli, backend,
-                                         workspace, complex_, substrate)
+                                         workspace, complex_, substrate, path)
     return out
 
 
-def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate):
+def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path):
     xp = backend.xp
     batch, m, k = A.shape
     n = B.shape[2]
