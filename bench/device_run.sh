@@ -9,6 +9,7 @@
 #   last   epilogue kernel tests, a cProfile of fftn 256^3, FFT 2^24 and 512^3 (one run each)
 #   check  GPU tests, FFT 2^16, 2^20, 256^3, ZGEMM 4096 and 8192
 #   final  GPU tests, fp8 exactness, steps, GEMM 1024..16384, ZGEMM, fp8 vs int8, FFT up to 2^24, 512^3
+#   fused  the fused kernel's tests, all GPU tests, the fused/cuBLAS crossover table  (about 8 min)
 set -u
 OUT=${OUT:-bench/results/out}
 W=$(mktemp -d)
@@ -22,7 +23,11 @@ stage() {   # stage NAME SECONDS CMD...: run with a time limit, log to $W/NAME.t
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit,clocks.max.sm --format=csv,noheader > "$W/device.txt"
 modes="accurate accurate:15 accurate:14 fast fast:15 exact"
-if [ "$profile" = quick ]; then
+if [ "$profile" = fused ]; then
+    stage gpu_fused 150 python3 -m pytest -q -x -m gpu tests/backends/test_fused.py -p no:cacheprovider
+    stage gpu_tests 200 python3 -m pytest -q --maxfail=5 -m gpu tests -p no:cacheprovider --junitxml="$W/gpu_tests.xml"
+    stage crossover 150 python3 -m bench.crossover --out "$W/crossover.json"
+elif [ "$profile" = quick ]; then
     stage gpu_tests 170 python3 -m pytest -q --maxfail=5 -m gpu tests -p no:cacheprovider
     stage steps 60 python3 -m bench.steps --sizes 8192 16384 --probes --out "$W/steps.json"
     stage gemm 150 python3 -m bench.gemm --sizes 8192 16384 --families normal --modes $modes --out "$W/gemm.json"
@@ -86,7 +91,8 @@ fi
 tar czf "$OUT/results.tgz" -C "$W" .
 {
 echo "== stages =="; cat "$W/stages.txt"
-echo "== GPU tests =="; grep -E "passed|failed|Error" "$W/gpu_tests.txt" | tail -5
+echo "== GPU tests =="; for f in "$W"/gpu_*.txt; do echo "$(basename $f):"; grep -E "passed|failed|Error|assert" "$f" | tail -12; done
+[ -f "$W/crossover.txt" ] && { echo "== fused vs cuBLAS path =="; cat "$W/crossover.txt"; }
 echo "== time split =="; cat "$W/steps.txt"
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }

@@ -26,7 +26,9 @@ computes that independently.  Complex products run the same steps on the real
 and imaginary parts with three GEMMs per modulus (product_finite); stacks of
 matrices run through them at once (matmul_stack).  ``plan`` is shared by both backends (it only
 uses array-module reductions); the backends implement ``residues``,
-``add_residues`` (complex), ``gemm`` and ``epilogue``.
+``add_residues`` (complex), ``gemm`` and ``epilogue``, and ``choose_path``;
+the GPU backend also ``fused_product`` (gemm and epilogue in one kernel) and
+``bound_maxima`` (the bound GEMM's maxima on chip), which "fused" paths use.
 """
 
 import math
@@ -124,7 +126,7 @@ def _shifts_under(xp, v, bound):
     return q - r.astype(xp.int64) - (f > g).astype(xp.int64)
 
 
-def plan_accurate(xp, A, Bt, m, backend, parts=1, batch=1):
+def plan_accurate(xp, A, Bt, m, backend, parts=1, batch=1, path="cublas"):
     """Bottoms from M = ceil6(|A|) ceil6(|B|) >= sum_k |A||B| 2**(eA + eB) (one int8 GEMM).
 
     Row i of A gets t_i = floor(s_i / 2) bits above its 6-bit scale, where s_i is
@@ -140,7 +142,8 @@ def plan_accurate(xp, A, Bt, m, backend, parts=1, batch=1):
     are added, c(|re|) + c(|im|) <= 64, so M bounds sum (|re|+|im|)(|re|+|im|),
     which bounds the real and the imaginary part of the product alike.
     batch > 1: A and Bt hold ``batch`` matrices' rows one after another; the
-    bound GEMM and its maxima stay inside each matrix.
+    bound GEMM and its maxima stay inside each matrix.  ``path``: how the
+    backend runs the bound GEMM (its maxima on chip when "fused").
     """
     bound = crt.crt_bound_float(m)
     k = A.shape[1] // parts
@@ -153,9 +156,13 @@ def plan_accurate(xp, A, Bt, m, backend, parts=1, batch=1):
 
     fa, ea, ahat = ceilings(A)
     fb, eb, bhat = ceilings(Bt)
-    M = backend.gemm(ahat[None], bhat[None], batch)[:, 0]          # exact: <= k * 2**12
-    t = _shifts_under(xp, xp.max(M, axis=2).astype(xp.float64).reshape(-1), bound) // 2
-    u = _shifts_under(xp, xp.max(M, axis=1).astype(xp.float64).reshape(-1), bound) // 2
+    if path == "fused":                                             # the maxima taken on chip
+        row_max, col_max = backend.bound_maxima(ahat, bhat, batch)
+    else:
+        M = backend.gemm(ahat[None], bhat[None], batch)[:, 0]      # exact: <= k * 2**12
+        row_max, col_max = xp.max(M, axis=2).reshape(-1), xp.max(M, axis=1).reshape(-1)
+    t = _shifts_under(xp, row_max.astype(xp.float64), bound) // 2
+    u = _shifts_under(xp, col_max.astype(xp.float64), bound) // 2
     nearest = k * 2 ** 12 <= bound
     return Plan("accurate", m, None, -(ea + t), -(eb + u), 1, 1, (fa, fb), nearest)
 
@@ -210,13 +217,14 @@ def plan_exact(xp, A, Bt, num_moduli, backend):
     return Plan("exact", m, w, beta_a, beta_b, ta, tb, (backend.scan_rows(A)[1], backend.scan_rows(Bt)[1]))
 
 
-def make_plan(xp, A, Bt, mode, num_moduli, backend, parts=1, batch=1):
+def make_plan(xp, A, Bt, mode, num_moduli, backend, parts=1, batch=1, path="cublas"):
     """The scaling of A (m, parts*k) and B^T (n, parts*k), parts side by side (complex: 2).
 
     One bottom per row serves every part, so the parts' integers share a scale.
     The 2-norm (fast) and the exact bounds over the joined row bound the real
     and imaginary parts of a complex product as they bound a real one.
     batch > 1: the rows of ``batch`` matrices one after another (see plan_accurate).
+    ``path``: how the backend runs accurate mode's bound GEMM.
     """
     if mode == "exact":
         return plan_exact(xp, A, Bt, num_moduli, backend)
@@ -224,7 +232,7 @@ def make_plan(xp, A, Bt, mode, num_moduli, backend, parts=1, batch=1):
     crt.moduli(m)                                       # validates the count
     if mode == "fast":
         return plan_fast(xp, A, Bt, m, backend)
-    return plan_accurate(xp, A, Bt, m, backend, parts, batch)
+    return plan_accurate(xp, A, Bt, m, backend, parts, batch, path)
 
 
 def _residue_slices(X, beta, plan, count, backend):
@@ -241,12 +249,13 @@ def _residue_slices(X, beta, plan, count, backend):
 PRODUCT_BYTES = {False: 12, True: 40}
 
 
-def blocks(m, n, k, plan, workspace, complex_=False):
+def blocks(m, n, k, plan, workspace, complex_=False, fused=False):
     """Row and column block sizes whose residues and products fit ``workspace`` bytes.
 
     Per column of B: its residues (slices_b * moduli * k bytes); per row of A:
-    its residues, plus the GEMM products (PRODUCT_BYTES) and the output of its
-    row of the block.  Columns take at most half the budget; rows the rest.
+    its residues, plus the GEMM products (PRODUCT_BYTES; none when ``fused``:
+    they stay on chip) and the output of its row of the block.  Columns take
+    at most half the budget; rows the rest.
     ``k`` counts every residue row a part needs (complex: Re, Im and their sum).
     """
     kp = -(-k // 16) * 16
@@ -254,12 +263,13 @@ def blocks(m, n, k, plan, workspace, complex_=False):
     pairs = plan.slices_a * plan.slices_b
     per_col = plan.slices_b * mods * kp
     nb = max(1, min(n, (workspace // 2) // per_col))
-    per_row = plan.slices_a * mods * kp + nb * (pairs * mods * PRODUCT_BYTES[complex_] + 16)
+    product_bytes = 0 if fused else pairs * mods * PRODUCT_BYTES[complex_]
+    per_row = plan.slices_a * mods * kp + nb * (product_bytes + 16)
     mb = max(1, min(m, (workspace - nb * per_col) // per_row))
     return mb, nb
 
 
-def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substrate="int8"):
+def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substrate="int8", path="cublas"):
     """The exact-then-rounded product under ``plan``; a list of the output parts.
 
     One part (real): A @ B.  Two parts (complex, Karatsuba in the residue domain):
@@ -270,8 +280,10 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
     Blocked over rows of A and columns of B so that the residues and products of
     one block stay under ``workspace`` bytes; one block when everything fits.
     batch > 1 (the caller has checked that the whole stack fits): the parts hold
-    ``batch`` matrices' rows one after another; the GEMMs run batched and the
-    parts come back as (batch, m, n).
+    ``batch`` matrices' rows one after another.  The parts come back as
+    (batch, m, n).  ``path``: "fused" runs the GEMMs and the epilogue of a
+    block as one backend step (``fused_product``), "cublas" as ``gemm`` (or
+    the substrate's product) per modulus, then ``epilogue``.
     """
     xp = backend.xp
     parts = len(A_parts)
@@ -281,9 +293,11 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
         mb, nb = m, n                  # the whole stack in one block
         m, n = m // batch, n // batch
     else:
-        mb, nb = blocks(m, n, k * (3 if parts == 2 else 1), plan, workspace, parts == 2)
+        mb, nb = blocks(m, n, k * (3 if parts == 2 else 1), plan, workspace, parts == 2, path == "fused")
     whole = (mb, nb) == (m * batch, n * batch)
-    C = None if whole else [xp.empty((m, n), dtype=xp.float64) for _ in range(parts)]
+    C = None if whole else [xp.empty((1, m, n), dtype=xp.float64) for _ in range(parts)]
+    # per slice pair (t, u), its weight in the Kulisch accumulator, in limbs
+    shifts = [(t + u) * (plan.width or 0) // LIMB_BITS for t in range(plan.slices_a) for u in range(plan.slices_b)]
 
     def slices(X_parts, beta, count):
         rs = [_residue_slices(X, beta, plan, count, backend) for X in X_parts]
@@ -296,28 +310,33 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
         for i0 in range(0, m, mb):
             ra = slices([X[i0:i0 + mb] for X in A_parts], plan.beta_a[i0:i0 + mb], plan.slices_a)
             beta_a, beta_b = plan.beta_a[i0:i0 + mb], plan.beta_b[j0:j0 + nb]
-            # per slice pair: (P,) real, or the Karatsuba (P1, P2, P3) whose
-            # Re = P1 - P2 and Im = P3 - P1 - P2 the epilogue forms
-            products, shifts = [], []
-            for t in range(plan.slices_a):
-                for u in range(plan.slices_b):
-                    products.append(tuple(substrates.product(backend, substrate, ra[h][t], rb[h][u], batch)
-                                          for h in range(len(ra))))
-                    shifts.append((t + u) * (plan.width or 0) // LIMB_BITS)
-            if batch > 1:          # products (batch, moduli, m, n): one epilogue per matrix
-                outs = [backend.epilogue([tuple(P[g] for P in pair) for pair in products], shifts, plan.num_moduli,
-                                         plan.beta_a[g * m:(g + 1) * m], plan.beta_b[g * n:(g + 1) * n])
-                        for g in range(batch)]
-                return [xp.stack([o[h] for o in outs]) for h in range(parts)]
-            block = backend.epilogue([tuple(P[0] for P in pair) for pair in products], shifts,
-                                     plan.num_moduli, beta_a, beta_b)
-            del products
+            if path == "fused":
+                block = backend.fused_product(ra, rb, shifts, plan.num_moduli, beta_a, beta_b, batch)
+            else:
+                block = _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b, substrate)
             if whole:
                 return block
             for c, b in zip(C, block):
-                c[i0:i0 + mb, j0:j0 + nb] = b
-            del ra
+                c[0, i0:i0 + mb, j0:j0 + nb] = b[0]
+            del ra, block
     return C
+
+
+def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b, substrate):
+    """The unfused path: the substrate's GEMMs per slice pair (and Karatsuba part)
+    into memory, then the backend's epilogue per matrix; parts (batch, m, n)."""
+    xp = backend.xp
+    # per slice pair: (P,) real, or the Karatsuba (P1, P2, P3) whose
+    # Re = P1 - P2 and Im = P3 - P1 - P2 the epilogue forms
+    products = [tuple(substrates.product(backend, substrate, ra[h][t], rb[h][u], batch) for h in range(len(ra)))
+                for t in range(plan.slices_a) for u in range(plan.slices_b)]
+    m, n = ra[0][0].shape[1] // batch, rb[0][0].shape[1] // batch
+    outs = [backend.epilogue([tuple(P[g] for P in pair) for pair in products], shifts, plan.num_moduli,
+                             beta_a[g * m:(g + 1) * m], beta_b[g * n:(g + 1) * n])
+            for g in range(batch)]
+    if batch == 1:
+        return [o[None] for o in outs[0]]
+    return [xp.stack([o[h] for o in outs]) for h in range(len(outs[0]))]
 
 
 def signed_zeros(xp, A, B, C):
@@ -430,19 +449,23 @@ def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate
     def columns(X):                    # (batch, k, c) -> (batch * c, k): the columns as rows
         return backend.transposed(X[0]) if batch == 1 else rows(X.transpose(0, 2, 1))
 
+    parts = 3 if complex_ else 1       # int8 products per modulus
     if complex_:
         A_parts = [rows(A.real), rows(A.imag)]
         Bt_parts = [columns(B.real), columns(B.imag)]
-        plan = make_plan(xp, xp.concatenate(A_parts, axis=1), xp.concatenate(Bt_parts, axis=1),
-                         mode, num_moduli, backend, parts=2, batch=batch)
+        A_plan, Bt_plan = xp.concatenate(A_parts, axis=1), xp.concatenate(Bt_parts, axis=1)
     else:
         # Non-finite entries count as zeros in the finite product (the residue
         # step reads them so); the IEEE fix-ups below put NaN/inf back.
         A_parts = [rows(A)]
         Bt_parts = [columns(B)]
-        plan = make_plan(xp, A_parts[0], Bt_parts[0], mode, num_moduli, backend, batch=batch)
-    C = [c.reshape(batch, m, n)
-         for c in product_finite(A_parts, Bt_parts, plan, backend, workspace, batch, substrate)]
+        A_plan, Bt_plan = A_parts[0], Bt_parts[0]
+    bound_path = backend.choose_path(path, m, n, A_plan.shape[1], batch, 1)
+    plan = make_plan(xp, A_plan, Bt_plan, mode, num_moduli, backend, len(A_parts), batch, bound_path)
+    product_path = "cublas" if substrate != "int8" else backend.choose_path(
+        path, m, n, k, batch, plan.num_moduli, parts, plan.slices_a * plan.slices_b)
+    C = [c.reshape(batch, m, n) for c in
+         product_finite(A_parts, Bt_parts, plan, backend, workspace, batch, substrate, product_path)]
     found = _flags_found(xp, plan)
     needing = _needing_fixups(xp, C, found)
     if needing:                        # the matrices that need them, as one stack

@@ -8,6 +8,11 @@
     epilogue  one raw-kernel pass: mod p, CRT, Kulisch sum of slice pairs, one rounding;
               for complex products it forms Re and Im from the three Karatsuba
               products itself, reading each once
+    fused_product  gemm and epilogue in one kernel (kernels/fused.cu): int8
+              tensor-core products of every modulus, reduction mod p, CRT and
+              rounding on chip; a stack is one launch
+    bound_maxima  accurate mode's bound GEMM with its row/column maxima taken on
+              chip (the same kernel's other epilogue)
     gemm_fp32_digits  the fp8 substrate's digit GEMMs on cuBLASLt FP8 (torch._scaled_mm)
 
 Kernels are CUDA source files beside this module, compiled on first use and
@@ -68,13 +73,17 @@ def _source(name):
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(file, function, defines, device, tables=None):
-    """A compiled kernel, memoized per (source, defines, device, constant tables)."""
+def _kernel(file, function, defines, device, tables=None, shared=0):
+    """A compiled kernel, memoized per (source, defines, device, constant tables);
+    ``shared``: the dynamic shared memory it may be launched with (bytes)."""
     header = "".join(f"#define {k} {v}\n" for k, v in defines)
     if tables is not None:
         header += _constant_tables(*tables)
     module = cupy.RawModule(code=header + _source(file), options=("-std=c++17", f"-I{_KERNELS}"))
-    return module.get_function(function)
+    kern = module.get_function(function)
+    if shared > 48 * 1024:
+        kern.max_dynamic_shared_size_bytes = shared
+    return kern
 
 
 def _doubles(values):
@@ -358,3 +367,119 @@ def epilogue(products, shifts, m, beta_a, beta_b):
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
                        cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(cols)))
     return outs
+
+
+# ---------------------------------------------------------------------------
+# The fused kernel (kernels/fused.cu): one launch per product or stack.
+#
+# Tiles: BM x BN outputs per block on WARPS_M x WARPS_N warps, the first of
+# FUSED_TILES whose shared memory fits.  Shared memory holds the cp.async
+# pipeline (FUSED_STAGES stages of BM + BN rows of FUSED_BK + 16 bytes) and
+# one int8 residue tile per (slice pair, modulus, output part), so the smaller
+# tile takes the moduli and slice pairs of exact mode's wide rows.
+FUSED_TILES = ((64, 64, 2, 2), (32, 32, 2, 2))
+FUSED_STAGES = 3
+FUSED_BK = 64
+SHARED_MAX = 227 * 1024
+# Inner dimensions whose int32 accumulators cannot overflow: |r| <= 128, so a
+# real product stays below k 2**14 < 2**31; a complex one accumulates
+# Im = P3 - P1 - P2 below 3 k 2**14.  (The 6-bit ceilings of the bound GEMM
+# stay below k 2**12.)
+FUSED_K_MAX = {1: 131071, 3: 43690}
+
+
+def _fused_shared(tile, residue_tiles):
+    bm, bn = tile[:2]
+    return FUSED_STAGES * (bm + bn) * (FUSED_BK + 16) + residue_tiles * bm * (bn + 4)
+
+
+def _fused_tile(residue_tiles):
+    """The first tile whose shared memory holds ``residue_tiles`` residue tiles, or None."""
+    return next((t for t in FUSED_TILES if _fused_shared(t, residue_tiles) <= SHARED_MAX), None)
+
+
+def fused_fits(num_moduli, parts, npairs, k):
+    """Whether one fused launch can take this product (shared memory, int32 range)."""
+    nout = 2 if parts == 3 else 1
+    return k <= FUSED_K_MAX[parts] and _fused_tile(npairs * num_moduli * nout) is not None
+
+
+# The path "auto" takes, from the crossover measured on the H200 by
+# bench/crossover.py (bench/results/, bench/RESULTS.md): the fused kernel wins
+# while the products' int32 round trip through memory and the launches cost
+# more than its lower tensor-core rate.  A product goes fused when its inner
+# dimension is at most FUSED_AUTO_K, or when its work (batch m n k) is at most
+# FUSED_AUTO_WORK.
+FUSED_AUTO_K = 1024
+FUSED_AUTO_WORK = 1 << 33
+
+
+def choose_path(path, m, n, k, batch, num_moduli, parts=1, npairs=1):
+    """"fused" or "cublas" for a product of this shape (``path`` "auto" picks)."""
+    if path == "cublas" or not fused_fits(num_moduli, parts, npairs, k):
+        return "cublas"
+    if path == "fused":
+        return "fused"
+    return "fused" if k <= FUSED_AUTO_K or batch * m * n * k <= FUSED_AUTO_WORK else "cublas"
+
+
+def _operand_table(stacks):
+    return cupy.asarray(np.array([S.data.ptr for S in stacks], dtype=np.uint64))
+
+
+def _fused_launch(defines, tables, a_stacks, b_stacks, slices_b, m, n, batch, a_gstride, b_gstride,
+                  residue_tiles, tail):
+    tile = _fused_tile(residue_tiles)
+    bm, bn, wm, wn = tile
+    shared = _fused_shared(tile, residue_tiles)
+    kp = a_stacks[0].shape[-1]
+    defines = defines + (("BM", bm), ("BN", bn), ("WARPS_M", wm), ("WARPS_N", wn))
+    kern = _kernel("fused.cu", "fused", defines, _device(), tables, shared)
+    grid = (-(-n // bn), -(-m // bm), batch)
+    head = (_operand_table(a_stacks), _operand_table(b_stacks),
+            np.int64(a_stacks[0].shape[-2] * kp), np.int64(b_stacks[0].shape[-2] * kp), np.int64(kp),
+            np.int32(slices_b), np.int32(m), np.int32(n), np.int64(a_gstride), np.int64(b_gstride))
+    kern(grid, (32 * wm * wn,), head + tail, shared_mem=shared)
+
+
+def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1):
+    """The exact-then-rounded product of residue stacks in one kernel.
+
+    ``ra[h][t]``: the residues (num_moduli, batch*m, kp) of part h (real: A;
+    complex: Ar, Ai, Ar + Ai) and slice t of A; ``rb[h][u]`` likewise for B^T;
+    ``shifts``: per slice pair (t, u), in that order, its weight in limbs.
+    Returns the output parts, each (batch, m, n) float64: [C] or [Re, Im].
+    The same bits as ``epilogue`` over ``gemm``'s products.
+    """
+    parts, slices_a, slices_b = len(ra), len(ra[0]), len(rb[0])
+    npairs = slices_a * slices_b
+    a_stacks = [_pad(S) for h in range(parts) for S in ra[h]]
+    b_stacks = [_pad(S) for h in range(parts) for S in rb[h]]
+    m, n = a_stacks[0].shape[1] // batch, b_stacks[0].shape[1] // batch
+    nout = 2 if parts == 3 else 1
+    outs = [cupy.empty((batch, m, n), dtype=cupy.float64) for _ in range(nout)]
+    if outs[0].size == 0:
+        return outs
+    LP = crt_constants(num_moduli).L
+    defines = (("NMOD", num_moduli), ("NIN", parts), ("NPAIRS", npairs), ("LP", LP),
+               ("LACC", LP if npairs == 1 else LP + max(shifts) + 1), ("EPILOGUE_CRT", 1))
+    shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
+    tail = (shift_table, cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
+            cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(m * n), np.int64(n))
+    _fused_launch(defines, (num_moduli, True), a_stacks, b_stacks, slices_b, m, n, batch, m, n,
+                  npairs * num_moduli * nout, tail)
+    return outs
+
+
+def bound_maxima(ahat, bhat, batch=1):
+    """Row and column maxima of M = ahat bhat^T per matrix of the stack, int32
+    (batch*m,), (batch*n,), taken on chip (kernels/fused.cu, EPILOGUE_BOUND):
+    M never reaches memory."""
+    a, b = _pad(ahat[None]), _pad(bhat[None])
+    m, n = a.shape[1] // batch, b.shape[1] // batch
+    row_max = cupy.zeros(batch * m, dtype=cupy.int32)
+    col_max = cupy.zeros(batch * n, dtype=cupy.int32)
+    if m and n:
+        defines = (("NMOD", 1), ("NIN", 1), ("NPAIRS", 1), ("LP", 1), ("LACC", 1), ("EPILOGUE_BOUND", 1))
+        _fused_launch(defines, (1, True), [a], [b], 1, m, n, batch, m, n, 0, (row_max, col_max))
+    return row_max, col_max

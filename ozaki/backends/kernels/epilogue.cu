@@ -19,70 +19,7 @@
 #define PROD_T int
 #endif
 
-#include "modular.cuh"
-
-// 2**(32 l), the weights of the limbs (LP <= 12 for the 49 moduli of the table).
-__constant__ double LIMB_WEIGHT[12] = {0x1p0, 0x1p32, 0x1p64, 0x1p96, 0x1p128, 0x1p160, 0x1p192,
-                                       0x1p224, 0x1p256, 0x1p288, 0x1p320, 0x1p352};
-
-// Integer <-> double without the quarter-rate conversion instructions.
-__device__ __forceinline__ double to_double(int v) {            // exact
-    return __hiloint2double(0x43300000, v ^ 0x80000000) - 4503601774854144.0;   // 2**52 + 2**31
-}
-__device__ __forceinline__ double to_double(long long v) { return (double)v; }
-__device__ __forceinline__ long long to_int64(double x) {      // x an integer, |x| < 2**51
-    return __double_as_longlong(x + MAGIC) - __double_as_longlong(MAGIC);
-}
-
-__device__ __forceinline__ void normalize(long long* a, int L) {
-    for (int l = 0; l < L - 1; ++l) {
-        long long carry = a[l] >> 32;              // arithmetic shift: floor division
-        a[l] &= 0xFFFFFFFFLL;
-        a[l + 1] += carry;
-    }
-}
-
-// RN(int(a) * 2**exponent) for normalized limbs a; a is overwritten.
-// L is a compile-time constant at every call, so the loops unroll and the
-// limbs stay in registers (no run-time index into a[]).
-template <int L>
-__device__ __forceinline__ double round_to_float64(long long* a, long long exponent) {
-    bool negative = a[L - 1] < 0;
-    if (negative) {
-#pragma unroll
-        for (int l = 0; l < L; ++l) a[l] = -a[l];
-        normalize(a, L);
-    }
-    // Slide a three-limb window up the limbs; keep the one at the top nonzero limb.
-    int top = -1;
-    unsigned long long l2 = 0, l1 = 0, l0 = 0, prev1 = 0, prev2 = 0;
-    bool sticky = false, below = false;
-#pragma unroll
-    for (int l = 0; l < L; ++l) {
-        unsigned long long cur = (unsigned long long)a[l];
-        if (cur != 0) { top = l; l2 = cur; l1 = prev1; l0 = prev2; sticky = below; }
-        below |= (prev2 != 0);
-        prev2 = prev1;
-        prev1 = cur;
-    }
-    if (top < 0) return 0.0;
-    int bl = 64 - __clzll(l2);                     // 1..32
-    unsigned long long T = (l2 << (64 - bl)) | (l1 << (32 - bl)) | (l0 >> bl);
-    sticky |= (l0 & ((1ULL << bl) - 1)) != 0;
-    long long E = exponent + 32LL * (top - 2) + bl;   // value = T * 2**E (+ sticky)
-    long long lsb = E + 11 > -1074 ? E + 11 : -1074;
-    long long d = lsb - E;                          // >= 11
-    unsigned long long q = 0;
-    if (d <= 64) {
-        q = (T >> 1) >> (d - 1);
-        unsigned long long rem = T - ((q << (d - 1)) << 1);
-        unsigned long long half = 1ULL << (d - 1);
-        if (rem > half || (rem == half && (sticky || (q & 1ULL)))) q += 1;
-    }
-    int ilsb = lsb > 4096 ? 4096 : (int)lsb;
-    double r = ldexp((double)q, ilsb);
-    return negative ? -r : r;
-}
+#include "kulisch.cuh"
 
 #ifdef COMPLEX
 #define NIN 3
@@ -137,12 +74,7 @@ extern "C" __global__ void epilogue(const PROD_T* const* __restrict__ prods,  //
                 x[0] = to_double(p[0][i * mod_stride]);
 #endif
 #pragma unroll
-                for (int o = 0; o < NOUT; ++o) {
-                    double t = fma(x[o], MOD_INV[i], MAGIC) - MAGIC;
-                    double r = fma(-t, MOD_P[i], x[o]);
-#pragma unroll
-                    for (int l = 0; l < LP; ++l) S[o][l] = fma(r, CRT_C[i][l], S[o][l]);
-                }
+                for (int o = 0; o < NOUT; ++o) crt_add(S[o], reduce_mod(x[o], i), i);
             }
 #ifdef SINGLE_PAIR
             const int sh = 0;                            // keeps acc in registers
@@ -150,17 +82,7 @@ extern "C" __global__ void epilogue(const PROD_T* const* __restrict__ prods,  //
             int sh = shifts[pair];
 #endif
 #pragma unroll
-            for (int o = 0; o < NOUT; ++o) {
-                double Sf = 0.0;
-#pragma unroll
-                for (int l = 0; l < LP; ++l) Sf = fma(S[o][l], LIMB_WEIGHT[l], Sf);
-                // |C'| <= P/2 - P/2**20 keeps S / P 2**-20 off a half-integer; the
-                // float64 error of Sf / P is below 2**-36: the quotient is exact.
-                double q = fma(Sf, CRT_INV_P, MAGIC) - MAGIC;
-                // |q| < 2**13 and P's limbs < 2**32: S_l - q P_l < 2**48, exact.
-#pragma unroll
-                for (int l = 0; l < LP; ++l) acc[o][sh + l] += to_int64(fma(-q, CRT_P[l], S[o][l]));
-            }
+            for (int o = 0; o < NOUT; ++o) crt_lift(S[o], acc[o], sh);
         }
         long long e = beta_a[row] + beta_b[col];
         long long at = row * out_stride + col;

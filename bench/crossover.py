@@ -1,0 +1,132 @@
+"""The fused kernel against the cuBLAS-per-modulus path, shape by shape: the table behind
+cupy_backend.choose_path("auto"), and the fused kernel's own int8 rate and bytes per output.
+
+    python -m bench.crossover --out bench/results/crossover.json
+
+Every row times ozaki.matmul (accurate mode, default moduli) with path="fused" and
+path="cublas" and cupy.matmul on the same N(0,1) inputs (CUDA events, median after
+warm-up), checks that the two paths give the same bits, and times the fused kernel alone
+(cupy_backend.fused_product on the residues): int8 TOPS (2 m n k per modulus and Karatsuba
+part) and bytes per output (the residues it reads, re-read once per tile row/column, and
+the float64 it writes) against the measured roofs (4.17 TB/s, 1.2-1.37 POPS).
+"""
+
+import argparse
+
+import numpy as np
+
+import ozaki
+from bench import common
+
+# (label, batch, m, k, n, complex)
+CASES = [
+    ("stack", 4096, 64, 64, 64, False),
+    ("stack", 1024, 128, 128, 128, False),
+    ("stack", 256, 256, 256, 256, False),
+    ("stack", 64, 512, 512, 512, False),
+    ("stack", 16, 1024, 1024, 1024, False),
+    ("square", 1, 512, 512, 512, False),
+    ("square", 1, 1024, 1024, 1024, False),
+    ("square", 1, 2048, 2048, 2048, False),
+    ("square", 1, 4096, 4096, 4096, False),
+    ("square", 1, 8192, 8192, 8192, False),
+    ("skinny-k", 1, 16384, 256, 16384, False),
+    ("skinny-k", 1, 8192, 1024, 8192, False),
+    ("skinny-n", 1, 16384, 16384, 64, False),
+    ("complex", 1, 1024, 1024, 1024, True),
+    ("complex", 1, 2048, 2048, 2048, True),
+    ("complex", 1, 4096, 4096, 4096, True),
+    ("complex-stack", 256, 64, 64, 64, True),
+]
+
+
+def _inputs(rng, batch, m, k, n, complex_):
+    shape_a = (batch, m, k) if batch > 1 else (m, k)
+    shape_b = (batch, k, n) if batch > 1 else (k, n)
+    A, B = rng.standard_normal(shape_a), rng.standard_normal(shape_b)
+    if complex_:
+        A, B = A + 1j * rng.standard_normal(shape_a), B + 1j * rng.standard_normal(shape_b)
+    return A, B
+
+
+def kernel_alone(dA, dB, repeats):
+    """The fused kernel on the product's residues: (ms, TOPS, bytes per output)."""
+    import cupy
+    from ozaki import scheme
+    from ozaki.backends import cupy_backend as be
+    A = dA.reshape(-1, dA.shape[-2], dA.shape[-1])
+    B = dB.reshape(-1, dB.shape[-2], dB.shape[-1])
+    batch, m, k = A.shape
+    n = B.shape[-1]
+    if cupy.iscomplexobj(A):
+        return None
+    A2 = cupy.ascontiguousarray(A).reshape(-1, k)
+    Bt = cupy.ascontiguousarray(B.transpose(0, 2, 1)).reshape(-1, k)
+    plan = scheme.make_plan(cupy, A2, Bt, "accurate", None, be, 1, batch, "fused")
+    ra = [[be.residues(A2, plan.beta_a, None, plan.num_moduli, plan.nearest)]]
+    rb = [[be.residues(Bt, plan.beta_b, None, plan.num_moduli, plan.nearest)]]
+    t, _ = common.time_gpu(lambda: be.fused_product(ra, rb, [0], plan.num_moduli, plan.beta_a, plan.beta_b, batch),
+                           warmup=2, repeats=repeats)
+    bm, bn = be._fused_tile(plan.num_moduli)[:2]
+    kp = ra[0][0].shape[-1]
+    reads = plan.num_moduli * kp * (batch * m * -(-n // bn) + batch * n * -(-m // bm))
+    outputs = batch * m * n
+    ops = 2.0 * batch * m * n * kp * plan.num_moduli
+    return t, ops / t / 1e9, (reads + 8 * outputs) / outputs
+
+
+def run(cases, repeats):
+    import cupy
+    rows = []
+    rng = np.random.default_rng(20261203)
+    for label, batch, m, k, n, complex_ in cases:
+        A, B = _inputs(rng, batch, m, k, n, complex_)
+        dA, dB = cupy.asarray(A), cupy.asarray(B)
+        flops = (8.0 if complex_ else 2.0) * batch * m * n * k
+        t_native, _ = common.time_gpu(lambda: dA @ dB, repeats=repeats)
+        row = {"case": label, "batch": batch, "m": m, "k": k, "n": n, "complex": complex_,
+               "native_ms": t_native, "native_tflops": flops / t_native / 1e9}
+        results = {}
+        for path in ("fused", "cublas"):
+            with ozaki.config(path=path):
+                f = lambda: ozaki.matmul(dA, dB)
+                t, _ = common.time_gpu(f, warmup=1, repeats=repeats)
+                results[path] = f()
+            row[f"{path}_ms"] = t
+            row[f"{path}_ratio"] = t_native / t
+            row[f"{path}_tflops"] = flops / t / 1e9
+        row["same_bits"] = bool(cupy.array_equal(results["fused"].view(cupy.int64),
+                                                 results["cublas"].view(cupy.int64)))
+        row["winner"] = "fused" if row["fused_ms"] < row["cublas_ms"] else "cublas"
+        alone = kernel_alone(dA, dB, repeats)
+        if alone:
+            row["kernel_ms"], row["kernel_tops"], row["kernel_bytes_per_output"] = alone
+        rows.append(row)
+        print_row(row)
+        del dA, dB, results
+        cupy.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def print_row(r):
+    shape = f"{r['batch']}x{r['m']}x{r['k']}x{r['n']}{' c' if r['complex'] else ''}"
+    kern = (f" kernel {r['kernel_ms']:.3f} ms {r['kernel_tops']:.0f} TOPS {r['kernel_bytes_per_output']:.0f} B/out"
+            if "kernel_ms" in r else "")
+    print(f"{r['case']:13s} {shape:24s} native {r['native_ms']:8.3f} ms | fused {r['fused_ms']:8.3f} ms "
+          f"x{r['fused_ratio']:6.3f} | cublas {r['cublas_ms']:8.3f} ms x{r['cublas_ratio']:6.3f} | "
+          f"{r['winner']:6s} bits {'==' if r['same_bits'] else '!='}{kern}", flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--cases", nargs="*", default=None, help="labels of CASES to run (default: all)")
+    ap.add_argument("--out", default="bench/results/crossover.json")
+    a = ap.parse_args(argv)
+    cases = [c for c in CASES if a.cases is None or c[0] in a.cases]
+    rows = run(cases, a.repeats)
+    common.write_json(a.out, {"meta": common.meta(), "rows": rows})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,338 @@
+// The fused Ozaki product: one kernel per product (or stack of products).
+//
+// One block owns a BM x BN tile of outputs of one matrix of the stack.  The
+// mainloop runs the int8 tensor-core products (mma.sync m16n8k32, int32
+// accumulators) of every group in turn -- a group is one (slice pair,
+// modulus, Karatsuba part) -- over the whole inner dimension, through a
+// cp.async pipeline that flows from one group into the next.  At the end of
+// each group an epilogue consumes the int32 accumulators on chip:
+//
+//   EPILOGUE_CRT    (the product) reduces them mod p to int8 residues kept in
+//                   shared memory; after the last group every thread lifts
+//                   the residues of its outputs by CRT into Kulisch limbs,
+//                   adds the slice pairs at their shifts, rounds once to
+//                   float64 and writes it: no int32 product reaches memory.
+//   EPILOGUE_BOUND  (accurate mode's plan) keeps the row and column maxima of
+//                   the product of the 6-bit ceilings, atomically merged into
+//                   row_max / col_max: the bound matrix never reaches memory.
+//
+// Complex products (NIN = 3): the parts of a group are P1 = Ar Br, P2 = Ai Bi,
+// P3 = (Ar + Ai)(Br + Bi) on the residues; Re = P1 - P2 is reduced after P2,
+// and P3 accumulates on top of -(P1 + P2), so Im = P3 - P1 - P2 comes out of
+// the accumulators directly (|Im| <= 3 k 2**14 < 2**31 for k <= 43690).
+//
+// Operands are residue stacks as cupy_backend.residues writes them: int8
+// (NMOD, rows, kp), k-contiguous, kp a multiple of 16, zero past k.  A table
+// of pointers holds one stack per (part, slice): a_ptrs[h * slices_a + t].
+// Matrix g of the stack (blockIdx.z) starts at row g * a_gstride of the A
+// stacks and g * b_gstride of the B stacks (0: broadcast), and writes its
+// outputs at out + g * out_gstride + row * out_rstride + col.
+//
+// Compile-time: NMOD, NIN (1 or 3), NPAIRS (slice pairs), LP and LACC (limbs
+// of one CRT value and of the accumulator), BM, BN, WARPS_M, WARPS_N, one of
+// EPILOGUE_CRT / EPILOGUE_BOUND, and the constant tables of kulisch.cuh.
+
+#include "kulisch.cuh"
+
+#define BK 64                          // inner-dimension bytes per pipeline stage
+#define STAGES 3
+#define THREADS (WARPS_M * WARPS_N * 32)
+#define WM (BM / WARPS_M)              // a warp's tile
+#define WN (BN / WARPS_N)
+#define MT (WM / 16)                   // m16n8k32 tiles of a warp's tile
+#define NT (WN / 8)
+#define ROW (BK + 16)                  // padded shared row: ldmatrix rows fall in distinct banks
+#define RES_ROW (BN + 4)               // padded row of a residue tile
+#define RES_TILE (BM * RES_ROW)
+#define NOUT (NIN == 3 ? 2 : 1)
+#define GROUPS (NPAIRS * NMOD * NIN)
+
+static_assert(MT >= 1 && NT % 2 == 0, "a warp tile is m16 x n16 at least");
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+// 16 bytes global -> shared, zero-filled when ``valid`` is false.
+__device__ __forceinline__ void copy16(void* dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void wait_pending() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned* r, const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+
+__device__ __forceinline__ void mma_s8(int* c, const unsigned* a, const unsigned* b) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+struct Operands {
+    const signed char* const* a_ptrs;  // (NIN * slices_a) residue stacks (NMOD, a_rows, kp)
+    const signed char* const* b_ptrs;  // (NIN * slices_b) residue stacks (NMOD, b_rows, kp)
+    long long a_plane, b_plane;        // a_rows * kp, b_rows * kp: one modulus' residues
+    long long kp;
+    int slices_b;
+};
+
+// Stage ``step`` of the flattened (group, k tile) sequence into shared buffers.
+__device__ __forceinline__ void load_stage(const Operands& op, int step, int KT, long long a_row0,
+                                           long long b_row0, int m_left, int n_left,
+                                           signed char* sa, signed char* sb) {
+    int group = step / KT, kt = step - group * KT;
+    int pair = group / (NMOD * NIN), rest = group - pair * (NMOD * NIN);
+    int mod = rest / NIN, h = rest - mod * NIN;
+    int t = pair / op.slices_b, u = pair - t * op.slices_b;
+    int slices_a = NPAIRS / op.slices_b;
+    const signed char* A = op.a_ptrs[h * slices_a + t] + mod * op.a_plane + a_row0 * op.kp;
+    const signed char* B = op.b_ptrs[h * op.slices_b + u] + mod * op.b_plane + b_row0 * op.kp;
+    long long k0 = (long long)kt * BK;
+#pragma unroll
+    for (int c = threadIdx.x; c < (BM + BN) * (BK / 16); c += THREADS) {
+        int r = c / (BK / 16), kc = (c - r * (BK / 16)) * 16;
+        bool on_a = r < BM;
+        int rr = on_a ? r : r - BM;
+        long long kk = k0 + kc;
+        bool valid = (on_a ? rr < m_left : rr < n_left) && kk < op.kp;
+        const signed char* src = (on_a ? A : B) + (valid ? rr * op.kp + kk : 0);
+        copy16((on_a ? sa + rr * ROW : sb + rr * ROW) + kc, src, valid);
+    }
+}
+
+// One stage of int8 tensor-core products into the warp's accumulators.
+__device__ __forceinline__ void compute_stage(const signed char* sa, const signed char* sb, int wm, int wn,
+                                              int lane, int (&acc)[MT][NT][4]) {
+#pragma unroll
+    for (int ks = 0; ks < BK; ks += 32) {
+        unsigned a[MT][4], b[NT][2];
+        // ldmatrix.x4: lanes 0-7 address rows 0-7 at k 0-15, 8-15 rows 8-15,
+        // 16-23 rows 0-7 at k 16-31, 24-31 rows 8-15 at k 16-31: the m16n8k32
+        // A fragment (a0..a3); for B^T rows (n) the same four give b0, b1 of
+        // two n8 tiles.
+        int lr = (lane & 7) + ((lane >> 3) & 1) * 8, lk = ks + (lane >> 4) * 16;
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) ldmatrix_x4(a[mt], sa + (wm + mt * 16 + lr) * ROW + lk);
+#pragma unroll
+        for (int nt = 0; nt < NT; nt += 2) {
+            unsigned r[4];
+            ldmatrix_x4(r, sb + (wn + nt * 8 + lr) * ROW + lk);
+            b[nt][0] = r[0]; b[nt + 1][0] = r[1]; b[nt][1] = r[2]; b[nt + 1][1] = r[3];
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) mma_s8(acc[mt][nt], a[mt], b[nt]);
+    }
+}
+
+// Fragment element e of tile (mt, nt) sits at row wm + mt*16 + gid + 8*(e/2),
+// column wn + nt*8 + 2*tig + e%2 of the block's tile.
+#define FRAG_ROW(mt, e) (wm + (mt) * 16 + gid + 8 * ((e) >> 1))
+#define FRAG_COL(nt, e) (wn + (nt) * 8 + 2 * tig + ((e) & 1))
+
+#ifdef EPILOGUE_CRT
+// The residues mod p_i of int32 values, as int8 into a residue tile.  |x| < 2**31,
+// so the quotient is exact and |r| <= p / 2; p = 256 may give +128, which is
+// -128 in int8 (the same residue).
+__device__ __forceinline__ void store_residues(const int (&x)[MT][NT][4], int i, signed char* tile,
+                                               int wm, int wn, int gid, int tig) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; e += 2) {
+                char2 v;
+                v.x = (signed char)__double2loint(reduce_mod(to_double(x[mt][nt][e]), i) + MAGIC);
+                v.y = (signed char)__double2loint(reduce_mod(to_double(x[mt][nt][e + 1]), i) + MAGIC);
+                *reinterpret_cast<char2*>(tile + FRAG_ROW(mt, e) * RES_ROW + FRAG_COL(nt, e)) = v;
+            }
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+fused(const signed char* const* a_ptrs, const signed char* const* b_ptrs, long long a_plane,
+      long long b_plane, long long kp, int slices_b, int m, int n,
+      long long a_gstride, long long b_gstride,         // rows of the operand stacks per matrix
+#ifdef EPILOGUE_CRT
+      const int* __restrict__ shifts,                   // (NPAIRS,) in limbs
+      const long long* __restrict__ beta_a,             // (batch * m,), by row of the A stacks
+      const long long* __restrict__ beta_b,             // (batch * n,)
+      double* __restrict__ out0, double* __restrict__ out1,
+      long long out_gstride, long long out_rstride
+#else
+      int* __restrict__ row_max, int* __restrict__ col_max   // (batch * m,), (batch * n,), zeroed
+#endif
+) {
+    const Operands op = {a_ptrs, b_ptrs, a_plane, b_plane, kp, slices_b};
+    extern __shared__ __align__(16) signed char smem[];
+    signed char* pipe = smem;                                 // STAGES x (BM + BN) rows of ROW bytes
+#ifdef EPILOGUE_CRT
+    signed char* res = smem + STAGES * (BM + BN) * ROW;       // GROUPS / NIN * NOUT residue tiles
+#endif
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+    const int gid = lane >> 2, tig = lane & 3;
+    const int g = blockIdx.z;
+    const int i0 = blockIdx.y * BM, j0 = blockIdx.x * BN;
+    const long long a_row0 = g * a_gstride + i0, b_row0 = g * b_gstride + j0;
+    const int m_left = m - i0, n_left = n - j0;
+    const int KT = (int)((op.kp + BK - 1) / BK);
+    const int total = GROUPS * KT;
+
+    int acc[MT][NT][4];
+#if NIN == 3
+    int p1[MT][NT][4];                                        // P1, kept until P2 is done
+#endif
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < total) load_stage(op, s, KT, a_row0, b_row0, m_left, n_left, pipe + s * (BM + BN) * ROW,
+                                  pipe + (s * (BM + BN) + BM) * ROW);
+        commit();
+    }
+    for (int step = 0; step < total; ++step) {
+        wait_pending<STAGES - 2>();
+        __syncthreads();                 // stage ``step`` landed; stage step - 1 is free to refill
+        int next = step + STAGES - 1;
+        if (next < total) {
+            int buf = next % STAGES;
+            load_stage(op, next, KT, a_row0, b_row0, m_left, n_left, pipe + buf * (BM + BN) * ROW,
+                       pipe + (buf * (BM + BN) + BM) * ROW);
+        }
+        commit();
+        int buf = step % STAGES;
+        compute_stage(pipe + buf * (BM + BN) * ROW, pipe + (buf * (BM + BN) + BM) * ROW, wm, wn, lane, acc);
+        if (step % KT != KT - 1) continue;
+
+        // ---- the end of a group: its epilogue on the accumulators ----
+        int group = step / KT;
+#ifdef EPILOGUE_CRT
+        int pm = group / NIN;                                 // (pair, modulus)
+        int i = pm % NMOD;
+#if NIN == 3
+        int h = group % NIN;
+        if (h == 2) {                                         // Im = P3 - P1 - P2
+            store_residues(acc, i, res + (pm * 2 + 1) * RES_TILE, wm, wn, gid, tig);
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    int x = acc[mt][nt][e];
+                    if (h == 0) p1[mt][nt][e] = x;
+                    if (h == 1) { acc[mt][nt][e] = p1[mt][nt][e] - x; p1[mt][nt][e] = -(p1[mt][nt][e] + x); }
+                }
+        if (h == 1) {                                         // Re = P1 - P2, then P3 on -(P1 + P2)
+            store_residues(acc, i, res + (pm * 2) * RES_TILE, wm, wn, gid, tig);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) acc[mt][nt][e] = p1[mt][nt][e];
+            continue;
+        }
+#else
+        store_residues(acc, i, res + pm * RES_TILE, wm, wn, gid, tig);
+#endif
+#else   // EPILOGUE_BOUND: the row and column maxima of the (nonnegative) product
+        (void)group;
+        int rmax[MT][2], cmax[NT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) rmax[mt][0] = rmax[mt][1] = 0;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) cmax[nt][0] = cmax[nt][1] = 0;
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    rmax[mt][e >> 1] = max(rmax[mt][e >> 1], acc[mt][nt][e]);
+                    cmax[nt][e & 1] = max(cmax[nt][e & 1], acc[mt][nt][e]);
+                }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+                int v = rmax[mt][hf];
+                v = max(v, __shfl_xor_sync(0xffffffffu, v, 1));
+                v = max(v, __shfl_xor_sync(0xffffffffu, v, 2));
+                int r = wm + mt * 16 + gid + 8 * hf;
+                if (tig == 0 && r < m_left) atomicMax(row_max + g * (long long)m + i0 + r, v);
+            }
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+                int v = cmax[nt][hf];
+                v = max(v, __shfl_xor_sync(0xffffffffu, v, 4));
+                v = max(v, __shfl_xor_sync(0xffffffffu, v, 8));
+                v = max(v, __shfl_xor_sync(0xffffffffu, v, 16));
+                int c = wn + nt * 8 + 2 * tig + hf;
+                if (gid == 0 && c < n_left) atomicMax(col_max + g * (long long)n + j0 + c, v);
+            }
+#endif
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0;
+    }
+
+#ifdef EPILOGUE_CRT
+    // ---- CRT, Kulisch sum of the slice pairs, one rounding, one write ----
+    __syncthreads();
+    for (int v = threadIdx.x; v < BM * BN; v += THREADS) {
+        int r = v / BN, c = v - r * BN;
+        if (r >= m_left || c >= n_left) continue;
+        long long acc_l[NOUT][LACC];
+#pragma unroll
+        for (int o = 0; o < NOUT; ++o)
+#pragma unroll
+            for (int l = 0; l < LACC; ++l) acc_l[o][l] = 0;
+#pragma unroll
+        for (int pair = 0; pair < NPAIRS; ++pair) {
+#pragma unroll
+            for (int o = 0; o < NOUT; ++o) {
+                double S[LP];
+#pragma unroll
+                for (int l = 0; l < LP; ++l) S[l] = 0.0;
+#pragma unroll
+                for (int i = 0; i < NMOD; ++i)
+                    crt_add(S, to_double((int)res[((pair * NMOD + i) * NOUT + o) * RES_TILE + r * RES_ROW + c]), i);
+#if NPAIRS == 1
+                crt_lift(S, acc_l[o], 0);
+#else
+                crt_lift(S, acc_l[o], shifts[pair]);
+#endif
+            }
+        }
+        long long e = beta_a[a_row0 + r] + beta_b[b_row0 + c];
+        long long at = g * out_gstride + (long long)(i0 + r) * out_rstride + j0 + c;
+        normalize(acc_l[0], LACC);
+        out0[at] = round_to_float64<LACC>(acc_l[0], e);
+#if NOUT == 2
+        normalize(acc_l[1], LACC);
+        out1[at] = round_to_float64<LACC>(acc_l[1], e);
+#endif
+    }
+#endif
+}

@@ -1,0 +1,164 @@
+"""The fused kernel (kernels/fused.cu) gives the CPU backend's bits, on both GPU paths (needs a CUDA device)."""
+
+import numpy as np
+import pytest
+
+import ozaki
+from ozaki import crt, reference, scheme
+from tests import inputs
+
+pytestmark = pytest.mark.gpu
+
+
+def same_bits(x, y):
+    return x.shape == y.shape and np.array_equal(x.view(np.int64), y.view(np.int64))
+
+
+def on_path(path, A, B, **kw):
+    import cupy
+    with ozaki.config(path=path):
+        return cupy.asnumpy(ozaki.matmul(cupy.asarray(A), cupy.asarray(B), **kw))
+
+
+def chosen(path, A, B, mode="accurate", num_moduli=None):
+    """The path the GPU backend takes for this product (asserted, so a test of
+    "fused" cannot silently run the other path)."""
+    from ozaki.backends import cupy_backend
+    m, k = A.shape[-2:]
+    n = B.shape[-1]
+    parts = 3 if np.iscomplexobj(A) or np.iscomplexobj(B) else 1
+    nm = num_moduli or scheme.default_num_moduli(mode, k * (2 if parts == 3 else 1))
+    return cupy_backend.choose_path(path, m, n, k, 1, nm, parts)
+
+
+SHAPES = [(1, 1, 1), (5, 3, 7), (63, 65, 64), (64, 64, 64), (65, 129, 130), (130, 300, 70), (7, 1000, 5)]
+
+
+@pytest.mark.parametrize("path", ["fused", "cublas"])
+@pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_paths_same_bits(rng, path, mode, shape):
+    m, k, n = shape
+    A, B = inputs.wide(rng, (m, k), 6), inputs.wide(rng, (k, n), 6)
+    assert chosen(path, A, B, "accurate") == path
+    cpu = ozaki.matmul(A, B, mode=mode)
+    assert same_bits(cpu, on_path(path, A, B, mode=mode))
+    if mode == "exact":
+        assert same_bits(cpu, reference.exact_matmul(A, B))
+
+
+@pytest.mark.parametrize("path", ["fused", "cublas"])
+@pytest.mark.parametrize("mode,nm", [("fast", 8), ("accurate", 12), ("accurate", 20), ("accurate", 30),
+                                     ("exact", None)])
+def test_paths_moduli_counts_and_slices(rng, path, mode, nm):
+    """Counts other than the default (smaller and larger constant tables and limbs),
+    and exact mode's slice pairs (wide rows: several Kulisch shifts)."""
+    A, B = inputs.wide(rng, (40, 90), 200), inputs.wide(rng, (90, 33), 200)
+    cpu = ozaki.matmul(A, B, mode=mode, num_moduli=nm)
+    assert same_bits(cpu, on_path(path, A, B, mode=mode, num_moduli=nm))
+
+
+def test_exact_slices_run_fused(rng):
+    """A product whose exact plan has several slice pairs and still fits one fused launch."""
+    from ozaki.backends import cupy_backend
+    A, B = inputs.wide(rng, (20, 48), 70), inputs.wide(rng, (48, 24), 70)      # 2 x 2 slices, 36 moduli
+    plan = scheme.make_plan(np, A, np.ascontiguousarray(B.T), "exact", None, ozaki.backend_for(A))
+    assert plan.slices_a * plan.slices_b > 1
+    assert cupy_backend.choose_path("fused", 20, 24, 48, 1, plan.num_moduli, 1,
+                                    plan.slices_a * plan.slices_b) == "fused"
+    assert same_bits(on_path("fused", A, B, mode="exact"), reference.exact_matmul(A, B))
+
+
+@pytest.mark.parametrize("path", ["fused", "cublas"])
+@pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
+def test_complex_paths(rng, path, mode):
+    A = inputs.wide(rng, (70, 90), 8) + 1j * inputs.wide(rng, (70, 90), 8)
+    B = inputs.wide(rng, (90, 66), 8) + 1j * inputs.wide(rng, (90, 66), 8)
+    cpu = ozaki.matmul(A, B, mode=mode)
+    assert same_bits(cpu, on_path(path, A, B, mode=mode))
+
+
+@pytest.mark.parametrize("path", ["fused", "cublas"])
+def test_stacks_and_broadcast(rng, path):
+    """A stack is one launch (a grid dimension); broadcast operands and specials too."""
+    A = inputs.wide(rng, (9, 33, 70), 10)
+    B = inputs.sprinkle_zeros(rng, inputs.wide(rng, (1, 70, 65), 10))
+    A[3] = inputs.sprinkle_specials(rng, A[3])
+    for mode in ("fast", "accurate", "exact"):
+        cpu = ozaki.matmul(A, B, mode=mode)
+        assert same_bits(cpu, on_path(path, A, B, mode=mode))
+    Z = inputs.normal(rng, (300, 16, 16)) + 1j * inputs.normal(rng, (300, 16, 16))
+    assert same_bits(ozaki.matmul(Z, Z), on_path(path, Z, Z))
+
+
+def test_fused_product_at_the_int32_limits(rng):
+    """Every residue at its extreme sign and size, k at the kernel's int32 limit:
+    the accumulators reach k 2**14 (real) and 3 k 2**14 (complex) in magnitude."""
+    import cupy
+    from ozaki.backends import cupy_backend, numpy_backend
+    m_mod = 16
+    ps = np.array(crt.moduli(m_mod))
+    for parts, k in ((1, cupy_backend.FUSED_K_MAX[1]), (3, cupy_backend.FUSED_K_MAX[3])):
+        rows, cols = 17, 9
+        kp = -(-k // 16) * 16
+
+        def extreme(count, sign):
+            r = np.zeros((m_mod, count, kp), dtype=np.int8)
+            lo = -(ps // 2)                                  # -128 for 256, else -(p - 1) / 2
+            r[:, :, :k] = (lo if sign < 0 else -lo - (ps % 2 == 0)).reshape(-1, 1, 1)
+            flip = rng.random((count, k)) < 0.02             # a few random residues among them
+            rnd = rng.integers(-127, 128, (m_mod, count, k)).astype(np.int8)
+            r[:, :, :k] = np.where(flip, rnd, r[:, :, :k])
+            return r
+
+        # real: P = A B at +k 2**14; complex, signs of (Ar, Ai, Ar + Ai) against B's all
+        # negative: Re = P1 - P2 at 2 k 2**14, then Im = P3 - P1 - P2 at -3 k 2**14
+        signs = [(-1,)] if parts == 1 else [(-1, 1, 1), (-1, -1, 1)]
+        for sa in signs:
+            ra = [[extreme(rows, s)] for s in sa]
+            rb = [[extreme(cols, -1)] for _ in sa]
+            ba, bb = rng.integers(-60, 60, rows), rng.integers(-60, 60, cols)
+            products = [tuple(numpy_backend.gemm(ra[h][0], rb[h][0])[0] for h in range(parts))]
+            cpu = numpy_backend.epilogue(products, [0], m_mod, ba, bb)
+            gpu = cupy_backend.fused_product([[cupy.asarray(x) for x in h] for h in ra],
+                                             [[cupy.asarray(x) for x in h] for h in rb], [0], m_mod,
+                                             cupy.asarray(ba), cupy.asarray(bb))
+            for c, g in zip(cpu, gpu):
+                assert same_bits(c, cupy.asnumpy(g)[0])
+
+
+@pytest.mark.parametrize("batch,m,n,k", [(1, 1, 1, 1), (1, 70, 130, 300), (5, 33, 17, 64), (2, 200, 64, 1000)])
+def test_bound_maxima_kernel(rng, batch, m, n, k):
+    import cupy
+    from ozaki.backends import cupy_backend
+    kp = -(-k // 16) * 16
+    a = np.zeros((batch * m, kp), dtype=np.int8)
+    b = np.zeros((batch * n, kp), dtype=np.int8)
+    a[:, :k] = rng.integers(0, 65, (batch * m, k))
+    b[:, :k] = rng.integers(0, 65, (batch * n, k))
+    a[0, :k] = 64                                              # the largest ceilings
+    M = np.einsum("gik,gjk->gij", a.reshape(batch, m, kp).astype(np.int64), b.reshape(batch, n, kp).astype(np.int64))
+    rmax, cmax = cupy_backend.bound_maxima(cupy.asarray(a), cupy.asarray(b), batch)
+    assert np.array_equal(cupy.asnumpy(rmax), M.max(axis=2).reshape(-1))
+    assert np.array_equal(cupy.asnumpy(cmax), M.max(axis=1).reshape(-1))
+
+
+def test_auto_path_table():
+    from ozaki.backends import cupy_backend
+    assert cupy_backend.choose_path("auto", 64, 64, 64, 4096, 16) == "fused"
+    assert cupy_backend.choose_path("cublas", 64, 64, 64, 4096, 16) == "cublas"
+    assert cupy_backend.choose_path("fused", 8, 8, 10 ** 6, 1, 16) == "cublas"     # int32 range
+    assert cupy_backend.choose_path("fused", 8, 8, 64, 1, 49, 3, 4) == "cublas"    # shared memory
+    assert cupy_backend._fused_tile(16) == cupy_backend.FUSED_TILES[0]
+    assert cupy_backend._fused_tile(144) == cupy_backend.FUSED_TILES[1]
+
+
+def test_fused_runs_on_the_current_stream(rng):
+    import cupy
+    A, B = inputs.normal(rng, (4, 50, 40)), inputs.normal(rng, (4, 40, 30))
+    want = ozaki.matmul(A, B)
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s, ozaki.config(path="fused"):
+        got = ozaki.matmul(cupy.asarray(A), cupy.asarray(B))
+    s.synchronize()
+    assert same_bits(want, cupy.asnumpy(got))
