@@ -1,6 +1,10 @@
 """GEMM benchmark: native cuBLAS DGEMM vs ozaki modes, same inputs, one run.
 
     python -m bench.gemm --sizes 4096 8192 --out bench/results/gemm.json
+    python -m bench.gemm --shapes 4096x64x64x64 16x1024x1024x1024 1x16384x256x16384 --paths fused cublas
+
+--shapes takes BATCHxMxKxN (a stack of BATCH products of m x k by k x n);
+--paths times the ozaki rows on each GPU path (ozaki.config(path=...)).
 
 Reports effective TFLOPS (2 n^3 / t, median of CUDA-event timings after
 warm-up), the ratio to native, and the exact DMMCH error ratio of each on
@@ -19,54 +23,63 @@ import ozaki
 from bench import common
 
 
-def run(sizes, modes, families, samples, repeats, emulated=True, substrates=("int8",)):
+def draw(rng, family, shape):
+    if family == "normal":
+        return rng.standard_normal(shape)
+    if family == "complex":                        # ZGEMM: N(0,1) + i N(0,1)
+        return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    p = float(family[3:])                          # GEMMul8's exp(phi N(0,1)) inputs
+    return (rng.random(shape) - 0.5) * np.exp(p * rng.standard_normal(shape))
+
+
+def run(shapes, modes, families, samples, repeats, emulated=True, substrates=("int8",), paths=("auto",)):
+    """shapes: (batch, m, k, n); a square n is (1, n, n, n)."""
     import cupy
     rows = []
-    for n in sizes:
+    for batch, m, k, n in shapes:
         for family in families:
             rng = np.random.default_rng(20261202)       # the subprocess draws the same inputs
-            if family == "normal":
-                A = rng.standard_normal((n, n))
-                B = rng.standard_normal((n, n))
-            elif family == "complex":                  # ZGEMM: N(0,1) + i N(0,1)
-                A = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
-                B = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
-            else:                                   # GEMMul8's exp(phi N(0,1)) inputs
-                p = float(family[3:])
-                A = (rng.random((n, n)) - 0.5) * np.exp(p * rng.standard_normal((n, n)))
-                B = (rng.random((n, n)) - 0.5) * np.exp(p * rng.standard_normal((n, n)))
+            lead = (batch,) if batch > 1 else ()
+            A, B = draw(rng, family, lead + (m, k)), draw(rng, family, lead + (k, n))
             dA, dB = cupy.asarray(A), cupy.asarray(B)
-            entries = common.sample_entries(rng, n, n, samples)
-            flops = (8.0 if family == "complex" else 2.0) * n ** 3
+            entries = common.sample_entries(rng, m, n, samples)
+            flops = (8.0 if family == "complex" else 2.0) * batch * m * n * k
             t_native, _ = common.time_gpu(lambda: dA @ dB, repeats=repeats)
             C = cupy.asnumpy(dA @ dB)
-            native = {"n": n, "family": family, "impl": "cublas_zgemm" if family == "complex" else "cublas_dgemm",
+            A0, B0, C0 = (A[0], B[0], C[0]) if batch > 1 else (A, B, C)    # DMMCH on the first matrix
+            shape = {"n": n, "batch": batch, "m": m, "k": k}
+            native = {**shape, "family": family, "impl": "cublas_zgemm" if family == "complex" else "cublas_dgemm",
                       "ms": t_native,
                       "tflops": flops / t_native / 1e9, "ratio": 1.0,
-                      "dmmch": common.dmmch(C, A, B, entries)}
+                      "dmmch": common.dmmch(C0, A0, B0, entries)}
             rows.append(native)
             print_row(native)
-            if family == "normal" and emulated:
+            square = batch == 1 and m == n == k
+            if family == "normal" and emulated and square:
                 em = cublas_emulated(n, samples)
                 if em is not None:
                     Cs = np.zeros((n, n))
                     for (i, j), v in zip(entries, em["C_sample"]):
                         Cs[i, j] = v
-                    row = {"n": n, "family": family, "impl": "cublas_emulated_fp64", "ms": em["ms"],
+                    row = {**shape, "family": family, "impl": "cublas_emulated_fp64", "ms": em["ms"],
                            "tflops": flops / em["ms"] / 1e9, "ratio": t_native / em["ms"],
                            "dmmch": common.dmmch(Cs, A, B, entries)}
                     rows.append(row)
                     print_row(row)
-            for mode, nm, substrate in [(mo, nm, su) for su in substrates for mo, nm in modes]:
+            for mode, nm, substrate, path in [(mo, nm, su, pa) for su in substrates for mo, nm in modes
+                                              for pa in paths]:
                 f = lambda: ozaki.matmul(dA, dB, mode=mode, num_moduli=nm, substrate=substrate)
-                t, _ = common.time_gpu(f, warmup=1, repeats=repeats)
-                C = cupy.asnumpy(f())
-                k = 2 * n if family == "complex" else n        # a complex row joins both parts
-                used = nm or (ozaki.default_num_moduli(mode, k) if mode != "exact" else None)
-                impl = f"ozaki_{mode}" + ("" if substrate == "int8" else f"_{substrate}")
-                row = {"n": n, "family": family, "impl": impl, "num_moduli": used, "substrate": substrate,
-                       "ms": t, "tflops": flops / t / 1e9, "ratio": t_native / t,
-                       "dmmch": common.dmmch(C, A, B, entries)}
+                with ozaki.config(path=path):
+                    t, _ = common.time_gpu(f, warmup=1, repeats=repeats)
+                    C = cupy.asnumpy(f())
+                C0 = C[0] if batch > 1 else C
+                kk = 2 * k if family == "complex" else k       # a complex row joins both parts
+                used = nm or (ozaki.default_num_moduli(mode, kk) if mode != "exact" else None)
+                impl = f"ozaki_{mode}" + ("" if substrate == "int8" else f"_{substrate}") \
+                    + ("" if path == "auto" else f"_{path}")
+                row = {**shape, "family": family, "impl": impl, "num_moduli": used, "substrate": substrate,
+                       "path": path, "ms": t, "tflops": flops / t / 1e9, "ratio": t_native / t,
+                       "dmmch": common.dmmch(C0, A0, B0, entries)}
                 rows.append(row)
                 print_row(row)
             del dA, dB
@@ -100,14 +113,19 @@ def cublas_emulated(n, samples):
 
 
 def print_row(r):
-    print(f"{r['n']:6d} {r['family']:7s} {r['impl']:20s} m={str(r.get('num_moduli', '-')):4s} "
+    shape = f"{r['n']:6d}" if r.get("batch", 1) == 1 and r.get("m", r["n"]) == r.get("k", r["n"]) == r["n"] \
+        else f"{r['batch']}x{r['m']}x{r['k']}x{r['n']}"
+    print(f"{shape:>6s} {r['family']:7s} {r['impl']:26s} m={str(r.get('num_moduli', '-')):4s} "
           f"{r['ms']:9.2f} ms {r['tflops']:7.2f} TFLOPS x{r['ratio']:5.2f}  dmmch {r['dmmch']:.3g}",
           flush=True)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[4096, 8192], help="square sizes n")
+    ap.add_argument("--shapes", nargs="*", default=[], help="BATCHxMxKxN products (stacks, skinny)")
+    ap.add_argument("--paths", nargs="+", default=["auto"], choices=["auto", "fused", "cublas"],
+                    help="GPU paths of the ozaki rows")
     ap.add_argument("--families", nargs="+", default=["normal"])
     ap.add_argument("--modes", nargs="+", default=["accurate", "fast", "exact"],
                     help="mode or mode:num_moduli")
@@ -118,8 +136,9 @@ def main(argv=None):
     ap.add_argument("--out", default="bench/results/gemm.json")
     a = ap.parse_args(argv)
     modes = [(s.split(":")[0], int(s.split(":")[1]) if ":" in s else None) for s in a.modes]
-    rows = run(a.sizes, modes, a.families, a.samples, a.repeats, emulated=not a.no_emulated,
-               substrates=a.substrates)
+    shapes = [(1, n, n, n) for n in a.sizes] + [tuple(int(v) for v in s.split("x")) for s in a.shapes]
+    rows = run(shapes, modes, a.families, a.samples, a.repeats, emulated=not a.no_emulated,
+               substrates=a.substrates, paths=a.paths)
     common.write_json(a.out, {"meta": common.meta(), "rows": rows})
 
 
