@@ -1,38 +1,86 @@
-"""python -m ozaki [demo|verify|bench] ...
+"""python -m ozaki {demo,verify,bench} ...
 
     demo    [--n N] [--backend cpu|gpu]   multiply in each mode, show accuracy and time vs native
-    verify  [--profile short|full] [--report DIR] [--bench-results JSON]
+                                          (the default command: `python -m ozaki` alone runs it)
+    verify  [--profile short|full] [--report DIR] [--bench-results JSON] [--seed S] [--no-gpu]
             the accuracy verification suite; exit status 1 on any failure
-    bench   gemm|zgemm|fft [args...]      the GPU benchmarks (bench/ in the source tree), JSON out
+    bench   gemm|zgemm|fft|linalg|dask [args...]
+            the benchmarks of the source tree's bench/ (GPU), their own options after the name
 """
 
 import argparse
+import importlib
+import importlib.util
+import os
 import sys
 import time
+import types
 
 import numpy as np
 
 import ozaki
 from ozaki import reference
 
+# benchmark name -> (module under bench/, arguments put before the user's, one-line description)
+BENCHMARKS = {
+    "gemm": ("gemm", [], "FP64 GEMM: ozaki modes vs cuBLAS DGEMM (and its FP64 emulation), one run"),
+    "zgemm": ("gemm", ["--families", "complex", "--no-emulated"], "complex GEMM vs cuBLAS ZGEMM"),
+    "fft": ("fft", [], "FFT: ozaki.fft vs cuFFT, with L2 errors against an mpmath DFT"),
+    "linalg": ("linalg", [], "dense linear algebra on ozaki products"),
+    "dask": ("dask_gemm", [], "distributed GEMM through dask.array"),
+}
 
-def _default_backend():
+GPU_INSTALL = "pip install 'ozaki[cuda12]' (CUDA 12) or 'ozaki[cuda13]' (CUDA 13)"
+
+
+class _Usage(Exception):
+    """A usage problem found after parsing: printed as `prog: error: ...`, exit status 2."""
+
+
+def _gpu_problem():
+    """None when CuPy sees a CUDA device, else why not (one line)."""
     try:
         import cupy
-        if cupy.cuda.runtime.getDeviceCount() > 0:
-            return "gpu"
-    except Exception:
-        pass
-    return "cpu"
+    except ImportError as e:
+        return f"CuPy is not installed ({e}); {GPU_INSTALL}"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:          # no driver, no runtime library, ...
+        return f"CuPy found no usable CUDA device ({type(e).__name__}: {e})"
+    return None if count > 0 else "CuPy found no CUDA device"
 
 
-def demo(n, backend, samples=30):
-    rng = np.random.default_rng(2026)
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _seed(text):
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+# --- demo ------------------------------------------------------------------------------------
+
+def demo(n, backend, samples=30, seed=None):
+    from . import verify
+    seed = verify.fresh_seed() if seed is None else seed
+    rng = np.random.default_rng(seed)
     xp = np
     if backend == "gpu":
         import cupy as xp
     sync = (lambda: xp.cuda.Device().synchronize()) if backend == "gpu" else (lambda: None)
-    print(f"ozaki {ozaki.__version__} demo: {n}x{n} @ {n}x{n} float64 on the {backend} backend")
+    print(f"ozaki {ozaki.__version__} demo: {n}x{n} @ {n}x{n} float64 on the {backend} backend (seed {seed})")
     print(f"{'inputs':14s} {'method':22s} {'moduli':>6s} {'time ms':>9s} {'vs native':>9s} "
           f"{'DMMCH ratio':>12s} {'max ulp':>9s}")
     entries = [(int(i), int(j)) for i, j in zip(rng.integers(0, n, samples), rng.integers(0, n, samples))]
@@ -62,60 +110,154 @@ def demo(n, backend, samples=30):
             ulps = reference.ulp_error(C, A, B, entries).max()
             print(f"{fname:14s} {name:22s} {str(m):>6s} {t:9.1f} {t_native / t:8.2f}x "
                   f"{ratio:12.3g} {ulps:9.3g}")
-    print("DMMCH ratio = max |C - exact| / (eps |A||B|) and ulp error, exact (fractions), "
-          f"on {samples} sampled entries; 'exact' is correctly rounded (<= 0.5 ulp).")
-    from . import verify
-    rows = verify.run("short", gpu=backend == "gpu")
+    print("DMMCH ratio (LAPACK's matrix-multiply test ratio) = max over entries of |C_ij - exact_ij| / "
+          "(eps (|A||B|)_ij), eps = 2**-53; ulp error against the exact product; both computed exactly "
+          f"(fractions) on {samples} sampled entries. 'exact' is correctly rounded (<= 0.5 ulp).")
+    rows = verify.run("short", gpu=backend == "gpu", seed=seed)
     failed = [r for r in rows if r.status == "fail"]
     counted = [r for r in rows if r.status in ("pass", "fail")]
-    print(f"verification suite (short profile; python -m ozaki verify for the table): "
+    print(f"verification suite (short profile, seed {seed}; python -m ozaki verify for the table): "
           f"{len(counted) - len(failed)} passed, {len(failed)} failed")
     for r in failed:
         print(f"  FAILED {r.case} {r.mode} {r.check}: {r.figure:.3g} (native {r.native:.3g})")
     return 1 if failed else 0
 
 
+# --- bench -----------------------------------------------------------------------------------
+
+def _bench_module(name):
+    """Import bench.<name> from the source tree (the working directory, or the checkout that holds
+    this ozaki package); a _Usage error that says what is missing otherwise."""
+    module = BENCHMARKS[name][0]
+    if importlib.util.find_spec("bench") is None:
+        tree = os.path.dirname(os.path.dirname(os.path.abspath(ozaki.__file__)))
+        if os.path.exists(os.path.join(tree, "bench", "__init__.py")):
+            sys.path.insert(0, tree)
+    spec = importlib.util.find_spec("bench")
+    if spec is None:
+        raise _Usage(f"bench {name} runs the source tree's bench/{module}.py, which is not importable here: "
+                     "run it from a checkout of the ozaki repository (cd ozaki && python -m ozaki bench ...)")
+    if importlib.util.find_spec(f"bench.{module}") is None:
+        raise _Usage(f"bench {name}: bench/{module}.py is not in the source tree at "
+                     f"{os.path.dirname(os.path.dirname(spec.origin))} (not written yet, or an older checkout)")
+    return importlib.import_module(f"bench.{module}")
+
+
+def _stub_cupy():
+    """A stand-in `cupy` whose every use raises: lets a benchmark build its parser and print --help
+    on a machine without CuPy (bench/fft.py imports cupy before its parser)."""
+    stub = types.ModuleType("cupy")
+
+    def missing(attr):
+        raise ImportError(f"cupy.{attr}: CuPy is not installed")
+    stub.__getattr__ = missing
+    return stub
+
+
+def bench(name, argv):
+    mod = _bench_module(name)
+    args = BENCHMARKS[name][1] + list(argv)
+    wants_help = any(a in ("-h", "--help") for a in argv)
+    saved_argv0 = sys.argv[0]
+    sys.argv[0] = f"python -m ozaki bench {name}"           # the benchmark's usage line names the CLI
+    stubbed = False
+    try:
+        if wants_help and importlib.util.find_spec("cupy") is None:
+            sys.modules["cupy"] = _stub_cupy()
+            stubbed = True
+        try:
+            return mod.main(args) or 0
+        except ImportError as e:
+            if stubbed:          # the benchmark needed cupy before printing its help: say what it does
+                print(f"usage: python -m ozaki bench {name} [options]\n\n{(mod.__doc__ or '').strip()}\n\n"
+                      f"(its options are listed where CuPy is installed: {GPU_INSTALL})")
+                return 0
+            if getattr(e, "name", None) == "cupy" or "cupy" in str(e).lower():
+                raise _Usage(f"bench {name} runs on a CUDA device and needs CuPy ({e}); {GPU_INSTALL}") from None
+            raise
+    finally:
+        sys.argv[0] = saved_argv0
+        if stubbed:
+            sys.modules.pop("cupy", None)
+
+
+# --- the argument tree -----------------------------------------------------------------------
+
+def build_parser():
+    ap = argparse.ArgumentParser(
+        prog="python -m ozaki",
+        description="ozaki: FP64 matrix products and FFTs emulated exactly on int8 GEMMs "
+                    "(Ozaki Scheme II). Without a command, runs the demo.",
+        epilog="`python -m ozaki COMMAND --help` describes a command's options.")
+    ap.add_argument("--version", action="version", version=f"ozaki {ozaki.__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+
+    d = sub.add_parser("demo", help="multiply in every mode; accuracy and time vs native matmul, "
+                                    "then the short verification suite",
+                       description="Multiply random matrices in every mode and show the accuracy "
+                                   "(DMMCH ratio, ulp error, exact references) and time against native "
+                                   "matmul, then run the verification suite's short profile. "
+                                   "Exit status 1 when a check fails.")
+    d.add_argument("--n", type=_positive_int, default=None, help="matrix size (default 256 on the CPU, 4096 on "
+                                                                  "the GPU)")
+    d.add_argument("--backend", choices=["cpu", "gpu"], default=None,
+                   help="default: gpu when CuPy sees a CUDA device, else cpu")
+    d.add_argument("--seed", type=_seed, default=None, help="random seed (default: fresh; printed)")
+
+    from . import verify
+    v = sub.add_parser("verify", help="the accuracy verification suite (exit status 1 on a failure)",
+                       description=verify.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    v.add_argument("--profile", choices=sorted(verify.PROFILES), default="short")
+    v.add_argument("--report", metavar="DIR", help="write verify.json, verify.md and plots into this folder")
+    v.add_argument("--bench-results", metavar="JSON", help="a bench/gemm JSON for the TFLOPS-vs-n plot")
+    v.add_argument("--seed", type=_seed, default=None,
+                   help="random seed of the inputs (default: fresh; printed, and stored in the report)")
+    v.add_argument("--no-gpu", action="store_true", help="skip the GPU-vs-CPU checks")
+
+    b = sub.add_parser("bench", help="benchmarks from the source tree's bench/ (GPU): "
+                                     + ", ".join(BENCHMARKS),
+                       description="Run a benchmark of the source tree's bench/ folder (a checkout of the "
+                                   "repository); the arguments after its name are the benchmark's own "
+                                   "(`python -m ozaki bench fft --help` lists them).")
+    bsub = b.add_subparsers(dest="benchmark", metavar="BENCHMARK")
+    for name, (module, extra, text) in BENCHMARKS.items():
+        p = bsub.add_parser(name, help=f"{text} (bench/{module}.py{' ' + ' '.join(extra) if extra else ''})",
+                            add_help=False, prefix_chars="\0")
+        p.add_argument("args", nargs=argparse.REMAINDER)
+    ap.commands = {"demo": d, "verify": v, "bench": b}
+    return ap
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
-    command = argv[0] if argv and not argv[0].startswith("-") else "demo"
-    rest = argv[1:] if argv and argv[0] == command else argv
-    if command == "verify":
-        from . import verify
-        ap = argparse.ArgumentParser(prog="python -m ozaki verify", description=verify.__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-        ap.add_argument("--profile", choices=sorted(verify.PROFILES), default="short")
-        ap.add_argument("--report", help="write verify.json, verify.md and plots into this folder")
-        ap.add_argument("--bench-results", help="a bench/gemm JSON for the TFLOPS-vs-n plot")
-        ap.add_argument("--seed", type=int, default=None)
-        ap.add_argument("--no-gpu", action="store_true", help="skip the GPU-vs-CPU checks")
-        a = ap.parse_args(rest)
-        return verify.main(a.profile, a.report, a.bench_results, a.seed, gpu=not a.no_gpu)
-    if command == "bench":
-        if not rest or rest[0] not in ("gemm", "zgemm", "fft"):
-            print("usage: python -m ozaki bench gemm|zgemm|fft [args]", file=sys.stderr)
-            return 2
-        try:
-            from bench import fft as bench_fft, gemm as bench_gemm
-        except ImportError:
-            print("ozaki bench needs the source tree's bench/ folder on the path (run from the repository)",
-                  file=sys.stderr)
-            return 2
-        if rest[0] == "fft":
-            bench_fft.main(rest[1:])
-        else:     # zgemm: the GEMM benchmark on complex N(0,1) inputs against cuBLAS ZGEMM
-            extra = ["--families", "complex", "--no-emulated"] if rest[0] == "zgemm" else []
-            bench_gemm.main(extra + rest[1:])
-        return 0
-    if command != "demo":
-        print(__doc__, file=sys.stderr)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        argv = ["demo"] + argv            # `python -m ozaki [--n N ...]` is the demo
+    ap = build_parser()
+    a = ap.parse_args(argv)
+    try:
+        if a.command == "demo":
+            backend = a.backend
+            if backend == "gpu":
+                problem = _gpu_problem()
+                if problem:
+                    raise _Usage(f"--backend gpu: {problem}; `--backend cpu` runs on the CPU")
+            backend = backend or ("gpu" if _gpu_problem() is None else "cpu")
+            return demo(a.n or (4096 if backend == "gpu" else 256), backend, seed=a.seed)
+        if a.command == "verify":
+            from . import verify
+            return verify.main(a.profile, a.report, a.bench_results, a.seed, gpu=not a.no_gpu)
+        if a.command == "bench":
+            if a.benchmark is None:
+                raise _Usage("bench needs a benchmark name: " + ", ".join(BENCHMARKS) +
+                             " (python -m ozaki bench --help)")
+            return bench(a.benchmark, a.args)
+    except _Usage as e:
+        parser = ap.commands.get(a.command, ap)
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
         return 2
-    ap = argparse.ArgumentParser(prog="python -m ozaki demo", description="multiply in each mode, "
-                                 "show accuracy and time against native matmul")
-    ap.add_argument("--n", type=int, default=None, help="matrix size (default 256 CPU, 4096 GPU)")
-    ap.add_argument("--backend", choices=["cpu", "gpu"], default=None)
-    a = ap.parse_args(rest)
-    backend = a.backend or _default_backend()
-    return demo(a.n or (4096 if backend == "gpu" else 256), backend)
+    ap.print_help(sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

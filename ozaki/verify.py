@@ -239,8 +239,14 @@ def check_backends(rng, p):
     return rows
 
 
+def fresh_seed():
+    """A fresh random seed (an int, printed so that a run can be repeated with ``--seed``)."""
+    return int(np.random.SeedSequence().entropy)
+
+
 def run(profile="short", matmul=None, seed=None, gpu=True):
-    """Run the suite; returns the rows.  ``matmul`` defaults to ozaki.matmul (tests pass others)."""
+    """Run the suite; returns the rows.  ``matmul`` defaults to ozaki.matmul (tests pass others).
+    ``seed``: the inputs' random seed (None: fresh and unrecorded; ``main`` draws and prints one)."""
     from . import matmul as ozaki_matmul
     matmul = matmul or ozaki_matmul
     p = PROFILES[profile]
@@ -271,48 +277,79 @@ def _fmt(x):
     return f"{x:.3g}"
 
 
-def write_report(rows, directory, bench_results=None):
-    """JSON, Markdown and plots (error vs moduli, error vs spread, TFLOPS vs n from bench JSON)."""
+def _json_value(x):
+    """JSON has no NaN or infinity: those become null (None), everything else stays."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def _row_from_json(r):
+    return Row(**{k: (math.nan if v is None and k in ("figure", "native", "spread") else v) for k, v in r.items()})
+
+
+def write_report(rows, directory, bench_results=None, seed=None, profile=None):
+    """verify.json (valid JSON: NaN as null), verify.md and plots (error vs moduli, error vs
+    spread, TFLOPS vs n from a bench JSON); returns the plots written.  Without matplotlib
+    the plots are skipped, and the message says so (stderr and verify.md)."""
+    from . import __version__
     os.makedirs(directory, exist_ok=True)
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "ozaki": __version__, "numpy": np.__version__,
+            "profile": profile, "seed": seed}
     with open(os.path.join(directory, "verify.json"), "w") as f:
-        json.dump({"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-                   "rows": [dataclasses.asdict(r) for r in rows]}, f, indent=1, default=float)
-    with open(os.path.join(directory, "verify.md"), "w") as f:
-        f.write("# ozaki verify\n\n" + format_table(rows, markdown=True) + "\n")
+        json.dump({**meta, "rows": [{k: _json_value(v) for k, v in dataclasses.asdict(r).items()} for r in rows]},
+                  f, indent=1, allow_nan=False, default=lambda o: _json_value(o.item()) if hasattr(o, "item") else str(o))
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        plt = None
+    failed = sum(r.status == "fail" for r in rows)
+    counted = sum(r.status in ("pass", "fail") for r in rows)
+    with open(os.path.join(directory, "verify.md"), "w") as f:
+        f.write(f"# ozaki verify\n\nozaki {__version__}, numpy {np.__version__}, profile {profile}, "
+                f"seed {seed} (repeat: `python -m ozaki verify --profile {profile} --seed {seed}`), "
+                f"{meta['date']}: {counted - failed} passed, {failed} failed.\n\n")
+        if plt is None:
+            f.write("Plots skipped: matplotlib is not installed (pip install matplotlib).\n\n")
+        f.write(format_table(rows, markdown=True) + "\n")
+    if plt is None:
+        print("verify: matplotlib is not installed: the report has no plots (pip install matplotlib)",
+              file=sys.stderr)
         return []
+    about = f"profile {profile}, seed {seed}" if seed is not None else f"profile {profile}"
     made = []
     sweep = [r for r in rows if r.check == "DMMCH sweep"]
     if sweep:
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
         for case in sorted({r.case for r in sweep}):
             rs = [r for r in sweep if r.case == case]
             line, = ax.semilogy([int(r.moduli) for r in rs], [max(r.figure, 1e-3) for r in rs], "o-", label=case)
             ax.axhline(rs[0].native, color=line.get_color(), ls="--", lw=0.8)
+        ax.plot([], [], "k--", lw=0.8, label="native float64 (dashed, same colour)")
+        ax.set_title(f"Accuracy vs moduli count, accurate mode\n({about})", fontsize=10)
         ax.set_xlabel("moduli (accurate mode)")
-        ax.set_ylabel("DMMCH ratio (dashed: native float64)")
-        ax.legend()
+        ax.set_ylabel("DMMCH ratio (floored at 1e-3)")
+        ax.legend(fontsize=8)
         made.append(_save(fig, directory, "error_vs_moduli.png"))
     spread = [r for r in rows if r.check == "DMMCH vs spread"]
     if spread:
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
         for mode in ("accurate", "fast", "exact"):
             rs = [r for r in spread if r.mode == mode]
-            ax.semilogy([r.spread for r in rs], [max(r.figure, 1e-3) for r in rs], "o-", label=mode)
+            ax.semilogy([r.spread for r in rs], [max(r.figure, 1e-3) for r in rs], "o-", label=f"ozaki {mode}")
         rs = [r for r in spread if r.mode == "exact"]
-        ax.semilogy([r.spread for r in rs], [max(r.native, 1e-3) for r in rs], "k--", label="native")
-        ax.set_xlabel("exponent spread (entries times 2**U[-s, s])")
-        ax.set_ylabel("DMMCH ratio")
-        ax.legend()
+        ax.semilogy([r.spread for r in rs], [max(r.native, 1e-3) for r in rs], "k--", label="native float64")
+        ax.set_title(f"Accuracy vs exponent spread of the inputs\n({about})", fontsize=10)
+        ax.set_xlabel("exponent spread s (entries N(0,1) times 2**U{-s..s})")
+        ax.set_ylabel("DMMCH ratio (floored at 1e-3)")
+        ax.legend(fontsize=8)
         made.append(_save(fig, directory, "error_vs_spread.png"))
     if bench_results and os.path.exists(bench_results):
         with open(bench_results) as f:
             bench = json.load(f)["rows"]
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
         for impl in sorted({(r["impl"], r.get("num_moduli")) for r in bench if r["family"] == "normal"},
                            key=str):
             rs = sorted((r for r in bench if r["family"] == "normal" and (r["impl"], r.get("num_moduli")) == impl),
@@ -320,10 +357,13 @@ def write_report(rows, directory, bench_results=None):
             label = impl[0] + (f" m={impl[1]}" if impl[1] else "")
             ax.plot([r["n"] for r in rs], [r["tflops"] for r in rs], "o-", label=label)
         ax.set_xscale("log", base=2)
+        ax.set_title(f"GEMM throughput, N(0,1) inputs\n({os.path.basename(bench_results)})", fontsize=10)
         ax.set_xlabel("n (square GEMM, N(0,1) inputs)")
         ax.set_ylabel("effective FP64 TFLOPS (2n^3/t)")
         ax.legend(fontsize=7)
         made.append(_save(fig, directory, "tflops_vs_n.png"))
+    elif bench_results:
+        print(f"verify: no benchmark results at {bench_results}: the report has no TFLOPS plot", file=sys.stderr)
     return made
 
 
@@ -331,8 +371,9 @@ def rewrite_report(directory, bench_results):
     """Write the report in ``directory`` again from its verify.json, now with bench results
     (the suite can run before the benchmarks whose TFLOPS it plots)."""
     with open(os.path.join(directory, "verify.json")) as f:
-        rows = [Row(**r) for r in json.load(f)["rows"]]
-    return write_report(rows, directory, bench_results)
+        report = json.load(f)
+    rows = [_row_from_json(r) for r in report["rows"]]
+    return write_report(rows, directory, bench_results, seed=report.get("seed"), profile=report.get("profile"))
 
 
 def _save(fig, directory, name):
@@ -345,11 +386,15 @@ def _save(fig, directory, name):
 
 
 def main(profile="short", report=None, bench_results=None, seed=None, gpu=True):
+    seed = fresh_seed() if seed is None else seed
+    print(f"verify: profile {profile}, seed {seed} (repeat with --seed {seed})", flush=True)
     rows = run(profile, seed=seed, gpu=gpu)
     print(format_table(rows))
     failed = [r for r in rows if r.status == "fail"]
     counted = [r for r in rows if r.status in ("pass", "fail")]
-    print(f"verify: {len(counted) - len(failed)} passed, {len(failed)} failed")
+    print(f"verify: {len(counted) - len(failed)} passed, {len(failed)} failed (profile {profile}, seed {seed})")
     if report:
-        write_report(rows, report, bench_results)
+        made = write_report(rows, report, bench_results, seed=seed, profile=profile)
+        print(f"verify: report in {report} (verify.json, verify.md" + "".join(", " + os.path.basename(p) for p in made)
+              + ")")
     return 1 if failed else 0
