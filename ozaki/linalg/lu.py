@@ -1,0 +1,230 @@
+"""LU with partial pivoting: blocked right-looking, panels on LAPACK/cuSOLVER getrf,
+trailing updates on ozaki products.  lu_factor, lu_solve, det, inv."""
+
+import warnings
+
+import numpy as np
+from numpy.linalg import LinAlgError
+from scipy.linalg import LinAlgWarning
+
+from . import _util, condest
+from ._backend import namespace
+from .triangular import trsm
+
+
+def swaps_to_perm(piv, m):
+    """LAPACK's sequential row swaps (row i <-> row piv[i], 0-based) as a permutation:
+    the factored matrix is a[perm]."""
+    perm = np.arange(m)
+    for i, p in enumerate(np.asarray(piv)):
+        if p != i:
+            perm[i], perm[p] = perm[p], perm[i]
+    return perm
+
+
+def lu_blocked(ns, a, block_size=None):
+    """Factor the 2-D float64 array ``a`` in place: a[perm] = L U.  Returns (a, piv on the host).
+
+    Panel k (columns k:e) is factored by the vendor getrf, its row swaps are
+    applied to the columns left and right of it, U12 = L11^-1 A12 by the
+    vendor TRSM, and the trailing matrix takes A22 -= L21 U12 on ozaki.matmul.
+    """
+    xp = ns.xp
+    nb = block_size or ns.block_size
+    m, n = a.shape
+    kmax = min(m, n)
+    piv = np.empty(kmax, dtype=np.int64)
+    for k in range(0, kmax, nb):
+        e = min(k + nb, kmax)
+        lu_p, piv_p = ns.getrf(a[k:, k:e])
+        a[k:, k:e] = lu_p
+        piv[k:e] = piv_p + k
+        perm = swaps_to_perm(piv_p, m - k)
+        if (perm != np.arange(m - k)).any():
+            p = xp.asarray(perm)
+            if k:
+                a[k:, :k] = a[k:, :k][p]
+            if e < n:
+                a[k:, e:] = a[k:, e:][p]
+        if e < n:
+            a[k:e, e:] = ns.trsm(a[k:e, k:e], a[k:e, e:], lower=True, unit_diagonal=True)
+            if e < m:
+                a[e:, e:] -= ns.gemm(a[e:, k:e], a[k:e, e:])
+    return a, piv
+
+
+class LUFactor:
+    """P^T A = L U of one square matrix, with solves by A and A^T (and its singularity)."""
+
+    def __init__(self, ns, lu, piv):
+        self.ns, self.lu, self.n = ns, lu, lu.shape[0]
+        self.piv = np.asarray(piv, dtype=np.int64)
+        self.perm = swaps_to_perm(self.piv, self.n)
+        self._perm_dev = ns.xp.asarray(self.perm)
+
+    @classmethod
+    def factor(cls, ns, a, block_size=None):
+        lu, piv = lu_blocked(ns, _util.working_copy(ns.xp, a), block_size)
+        return cls(ns, lu, piv)
+
+    def zero_pivot(self):
+        """0-based index of the first exactly zero (or non-finite) pivot, or -1."""
+        d = self.ns.asnumpy(self.ns.xp.diagonal(self.lu))
+        bad = ~(d != 0) | ~np.isfinite(d)       # cuSOLVER may leave NaN after a zero pivot
+        return int(np.argmax(bad)) if bad.any() else -1
+
+    def solve(self, b, block_size=None):
+        """A^-1 b for a 2-D b."""
+        y = trsm(self.ns, self.lu, b[self._perm_dev], lower=True, unit_diagonal=True, block_size=block_size)
+        return trsm(self.ns, self.lu, y, lower=False, block_size=block_size)
+
+    def solve_t(self, b, block_size=None):
+        """A^-T b for a 2-D b."""
+        y = trsm(self.ns, self.lu, b, lower=False, trans=1, block_size=block_size)
+        z = trsm(self.ns, self.lu, y, lower=True, trans=1, unit_diagonal=True, block_size=block_size)
+        x = self.ns.xp.empty_like(z)
+        x[self._perm_dev] = z
+        return x
+
+
+def lu_factor(a, overwrite_a=False, check_finite=True, *, block_size=None):
+    """Compute the pivoted LU decomposition of a matrix (scipy.linalg.lu_factor).
+
+    Blocked right-looking LU with partial pivoting: each panel of
+    ``block_size`` columns is factored by LAPACK/cuSOLVER getrf, the trailing
+    updates run on ozaki.matmul (under the current ``ozaki.config``).
+
+    Parameters
+    ----------
+    a : (..., M, N) array_like (numpy) or cupy.ndarray
+        Matrix (or stack) to decompose.
+    overwrite_a, check_finite : bool, optional
+        As scipy's; ``a`` is never overwritten.
+    block_size : int, optional
+        Panel width (default: ozaki.linalg.BLOCK_SIZE for the array module).
+
+    Returns
+    -------
+    lu : (..., M, N) ndarray
+        U in the upper triangle, L's multipliers below (unit diagonal implied).
+    piv : (..., K) ndarray of int32, K = min(M, N)
+        Row i was interchanged with row piv[i] (0-based, applied in order).
+
+    Warns
+    -----
+    LinAlgWarning
+        When a pivot is exactly zero (the matrix is singular).
+    """
+    ns = namespace(a)
+    xp = ns.xp
+    a = _util.as_float64(ns, a, "a", check_finite)
+    if a.ndim < 2:
+        raise ValueError(f"Expected at least ndim=2, got a.ndim={a.ndim}")
+    m, n = a.shape[-2:]
+    batch = a.shape[:-2]
+    lu = xp.empty(a.shape, dtype=xp.float64)
+    piv = np.empty(batch + (min(m, n),), dtype=np.int32)
+    for index, mat in _util.stack_items(xp, a, batch):
+        lu[index], piv[index] = lu_blocked(ns, _util.working_copy(xp, mat), block_size)
+        d = ns.asnumpy(xp.diagonal(lu[index]))
+        bad = ~(d != 0) | ~np.isfinite(d)
+        if bad.any():
+            warnings.warn(f"Diagonal number {int(np.argmax(bad)) + 1} is exactly zero. Singular matrix.",
+                          LinAlgWarning, stacklevel=2)
+    return lu, xp.asarray(piv)
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, block_size=None):
+    """Solve an equation system, a x = b, given the LU factorization of a (scipy.linalg.lu_solve).
+
+    Parameters
+    ----------
+    lu_and_piv : (lu, piv)
+        From ``lu_factor`` (or scipy.linalg.lu_factor / cupyx.scipy.linalg.lu_factor).
+    b : (M,) or (..., M, K) array
+        Right-hand side; stacks broadcast against ``lu``.
+    trans : {0, 1, 2}
+        Solve a x = b (0) or a^T x = b (1; 2 is the same for real matrices).
+
+    Returns
+    -------
+    x : ndarray of the shape of the broadcast b.  No refinement (``solve`` refines).
+    """
+    lu, piv = lu_and_piv
+    if trans not in (0, 1, 2):
+        raise ValueError(f"trans must be 0, 1 or 2, got {trans!r}")
+    ns, lu, b2, batch, vector = _util.solve_operands(lu, b, check_finite)
+    xp = ns.xp
+    piv = np.asarray(ns.asnumpy(xp.asarray(piv)), dtype=np.int64)
+    if piv.shape[-1:] != lu.shape[-1:]:
+        raise ValueError(f"piv.shape={piv.shape} does not match lu.shape={lu.shape}")
+    pivs = np.broadcast_to(piv, tuple(batch) + piv.shape[-1:])
+    out = xp.empty(tuple(batch) + b2.shape[-2:], dtype=xp.float64)
+    bb = xp.broadcast_to(b2, out.shape)
+    for index, mat in _util.stack_items(xp, lu, batch):
+        f = LUFactor(ns, mat, pivs[index])
+        out[index] = f.solve(bb[index], block_size) if trans == 0 else f.solve_t(bb[index], block_size)
+    return out[..., 0] if vector else out
+
+
+def _factor_checked(ns, a, block_size, index, name):
+    f = LUFactor.factor(ns, a, block_size)
+    if f.zero_pivot() >= 0:
+        raise LinAlgError(f"A singular matrix detected: slice {list(index) or 0} is singular ({name}).")
+    return f
+
+
+def _warn_rcond(rc, index):
+    if rc < np.finfo(np.float64).eps:
+        warnings.warn(f"An ill-conditioned matrix detected: slice {list(index) or 0} has rcond = {rc}.",
+                      LinAlgWarning, stacklevel=3)
+
+
+def det(a, overwrite_a=False, check_finite=True, *, block_size=None):
+    """Determinant of a matrix (scipy.linalg.det), from the blocked LU.
+
+    Returns a numpy float64 for a 2-D numpy input, an array of the stack's shape
+    otherwise (cupy inputs: a cupy array, 0-d for one matrix).  An exactly
+    singular matrix gives 0.0.
+    """
+    ns = namespace(a)
+    xp = ns.xp
+    a = _util.square_stack(ns, a, "a", check_finite)
+    batch = a.shape[:-2]
+    out = np.empty(batch, dtype=np.float64)
+    for index, mat in _util.stack_items(xp, a, batch):
+        if mat.shape[0] == 0:
+            out[index] = 1.0
+            continue
+        f = LUFactor.factor(ns, mat, block_size)
+        if f.zero_pivot() >= 0:
+            out[index] = 0.0
+            continue
+        sign = -1.0 if int((f.piv != np.arange(f.n)).sum()) % 2 else 1.0
+        out[index] = sign * float(xp.prod(xp.diagonal(f.lu)))
+    if ns.gpu:
+        return xp.asarray(out)
+    return out[()] if a.ndim == 2 else out
+
+
+def inv(a, overwrite_a=False, check_finite=True, *, block_size=None):
+    """Inverse of a matrix (scipy.linalg.inv): lu_solve of the identity on the blocked LU.
+
+    Raises LinAlgError for an exactly singular matrix and warns (LinAlgWarning)
+    when the estimated reciprocal 1-norm condition number is below eps, as scipy.
+    """
+    ns = namespace(a)
+    xp = ns.xp
+    a = _util.square_stack(ns, a, "a", check_finite)
+    batch = a.shape[:-2]
+    out = xp.empty(a.shape, dtype=xp.float64)
+    for index, mat in _util.stack_items(xp, a, batch):
+        n = mat.shape[0]
+        if n == 0:
+            continue
+        f = LUFactor.factor(ns, mat, block_size)
+        if f.zero_pivot() >= 0:
+            raise LinAlgError("singular matrix")
+        _warn_rcond(condest.rcond_1(ns, mat, f), index)
+        out[index] = f.solve(xp.eye(n), block_size)
+    return out

@@ -1,0 +1,236 @@
+"""Iterative refinement on exact residuals, with xGESVXX-style error bounds.
+
+The residual r = b - A x of the current solution x = x_hi + x_lo (a
+double-double: its tail keeps the corrections that a float64 x would round
+away) is one exact-mode ozaki product
+
+    [A | A | B] @ [x_hi; x_lo; -E]  =  A x_hi + A x_lo - B E      (E: columns of I)
+
+rounded once, so r carries no error beyond that one rounding.  The correction
+dx = A^-1 r comes from the factorization; the stopping rules and the error
+bounds follow Demmel, Hida, Kahan, Li, Mukherjee and Riedy, "Error bounds from
+extra-precise iterative refinement" (ACM TOMS 32(2), 2006), as LAPACK's
+xLA_GERFSX_EXTENDED and xGERFSX implement them, with these differences:
+
+* x is a double-double from the start (LAPACK switches when progress stalls);
+* a correction is applied only while the normwise iteration contracts
+  (ratio <= RTHRESH) or has converged, and a column stops at the first
+  normwise stall, so a diverging iteration never moves x;
+* the final rounding of x_hi + x_lo to float64 is added to each bound (EPS);
+* an untrusted bound is +inf, not LAPACK's 1.0 (which is not a bound).
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+
+EPS = 2.0 ** -53          # unit roundoff of float64 (LAPACK's dlamch('Epsilon'))
+ITHRESH = 10              # at most this many corrections per right-hand side
+RTHRESH = 0.5             # a step that shrinks the correction less than this is no progress
+DZ_UB = 0.25              # componentwise changes above this: the iteration is not (yet) meaningful
+CWISE_WRONG = math.sqrt(EPS)
+
+WORKING, CONVERGED, NO_PROGRESS, UNSTABLE = "working", "converged", "no progress", "unstable"
+
+
+@dataclasses.dataclass
+class Track:
+    """One right-hand side's refinement state (Demmel et al.'s x_state and z_state)."""
+
+    x_state: str = WORKING
+    z_state: str = UNSTABLE
+    dxrat_max: float = 0.0
+    dzrat_max: float = 0.0
+    prev_normdx: float = math.inf
+    prev_dz: float = math.inf
+    final_dx_x: float = math.inf
+    final_dz_z: float = math.inf
+    last_dxrat: float = 0.0
+    last_dzrat: float = 0.0
+    dx_x: float = math.inf
+    dz_z: float = math.inf
+    iterations: int = 0
+    done: bool = False
+
+    def step(self, normx, normdx, dz_z):
+        """Record one correction (max |x|, max |dx|, max |dx_i| / |x_i|); returns whether to apply it."""
+        self.iterations += 1
+        if normx != 0:
+            dx_x = normdx / normx
+        else:
+            dx_x = 0.0 if normdx == 0 else math.inf
+        dxrat = _ratio(normdx, self.prev_normdx)
+        dzrat = _ratio(dz_z, self.prev_dz)
+        self.dx_x, self.dz_z, self.last_dxrat, self.last_dzrat = dx_x, dz_z, dxrat, dzrat
+
+        if self.x_state == WORKING:
+            if dx_x <= EPS:
+                self.x_state = CONVERGED
+            elif dxrat > RTHRESH:
+                self.x_state = NO_PROGRESS
+            else:
+                self.dxrat_max = max(self.dxrat_max, dxrat)
+            if self.x_state != WORKING:
+                self.final_dx_x = dx_x
+
+        if self.z_state == UNSTABLE and dz_z <= DZ_UB:
+            self.z_state = WORKING
+        if self.z_state == NO_PROGRESS and dzrat <= RTHRESH:
+            self.z_state = WORKING
+        if self.z_state == WORKING:
+            if dz_z <= EPS:
+                self.z_state = CONVERGED
+            elif dz_z > DZ_UB:
+                self.z_state = UNSTABLE
+                self.dzrat_max = 0.0
+                self.final_dz_z = math.inf
+            elif dzrat > RTHRESH:
+                self.z_state = NO_PROGRESS
+            else:
+                self.dzrat_max = max(self.dzrat_max, dzrat)
+            if self.z_state != WORKING:
+                self.final_dz_z = dz_z
+
+        apply = self.x_state == CONVERGED or (self.x_state == WORKING and dxrat <= RTHRESH)
+        if self.x_state == NO_PROGRESS:
+            self.done = True
+        elif self.x_state == CONVERGED:
+            # keep going while the componentwise iteration still makes progress
+            # (an unstable one gets a second look, as LAPACK)
+            self.done = (self.z_state in (CONVERGED, NO_PROGRESS)
+                         or (self.z_state == UNSTABLE and self.iterations > 1))
+        self.prev_normdx, self.prev_dz = normdx, dz_z
+        return apply
+
+    def finish(self):
+        """At the iteration limit, the last figures stand for the states still working."""
+        if self.x_state == WORKING:
+            self.final_dx_x = self.dx_x
+        if self.z_state == WORKING:
+            self.final_dz_z = self.dz_z
+        self.done = True
+
+    def normwise_bound(self):
+        """Bound on max|x - x*| / max|x| before the last rounding; inf when the iteration says nothing."""
+        rho = self.dxrat_max
+        if self.x_state == NO_PROGRESS:
+            rho = max(rho, self.last_dxrat)      # the stalled step's contraction counts too
+        return _geometric(self.final_dx_x, rho)
+
+    def componentwise_bound(self):
+        """Bound on max_i |x_i - x*_i| / |x_i| before the last rounding; inf when untrusted."""
+        if self.z_state == UNSTABLE:
+            return math.inf
+        rho = self.dzrat_max
+        if self.z_state == NO_PROGRESS:
+            rho = max(rho, self.last_dzrat)
+        return _geometric(self.final_dz_z, rho)
+
+
+def _ratio(new, old):
+    if math.isinf(old):
+        return 0.0
+    if old == 0:
+        return 0.0 if new == 0 else math.inf
+    return new / old
+
+
+def _geometric(step, rho):
+    """||e|| <= ||dx|| / (1 - rho) when each solve's relative error is at most rho < 1."""
+    if not math.isfinite(step) or rho >= 1:
+        return math.inf
+    return step / (1.0 - rho)
+
+
+def residual_operand(xp, a, b):
+    """[A | A | B]: the left factor of every exact residual of one system (built once)."""
+    return xp.concatenate([a, a, b], axis=1)
+
+
+def exact_residual(ns, left, x_hi, x_lo, columns):
+    """b_j - A (x_hi + x_lo)_j for the listed columns j, exact and rounded once."""
+    xp = ns.xp
+    k = left.shape[1] - 2 * x_hi.shape[0]
+    sel = xp.zeros((k, len(columns)))
+    sel[xp.asarray(columns), xp.arange(len(columns))] = -1.0
+    right = xp.concatenate([x_hi, x_lo, sel], axis=0)
+    return -ns.exact_gemm(left, right)        # RN(A x - b), negated exactly
+
+
+def dd_add(hi, lo, d):
+    """(hi, lo) + d as a normalized double-double (TwoSum, then FastTwoSum)."""
+    s = hi + d
+    bb = s - hi
+    err = (hi - (s - bb)) + (d - bb)
+    err = err + lo
+    h = s + err
+    return h, err - (h - s)
+
+
+def _metrics(ns, x_hi, dx):
+    """(max |x|, max |dx|, max_i |dx_i| / |x_i|) per column, on the host in one transfer."""
+    xp = ns.xp
+    ax, adx = xp.abs(x_hi), xp.abs(dx)
+    safe = xp.where(ax > 0, ax, 1.0)
+    comp = xp.where(ax > 0, adx / safe, xp.where(adx > 0, xp.inf, 0.0))
+    both = xp.stack([ax.max(axis=0), adx.max(axis=0), comp.max(axis=0)]) if x_hi.shape[0] else xp.zeros((3, x_hi.shape[1]))
+    return ns.asnumpy(both)
+
+
+def refine(ns, a, b, factor, x0):
+    """Refine x0 for a x = b (2-D b); returns (x, tracks): x rounded to float64, one Track per column."""
+    xp = ns.xp
+    n, k = b.shape
+    x_hi = xp.array(x0, dtype=xp.float64, copy=True)
+    x_lo = xp.zeros_like(x_hi)
+    tracks = [Track() for _ in range(k)]
+    if n == 0:
+        for t in tracks:
+            t.x_state = t.z_state = CONVERGED
+            t.final_dx_x = t.final_dz_z = 0.0
+            t.done = True
+        return x_hi, tracks
+    left = residual_operand(xp, a, b)
+    for _ in range(ITHRESH):
+        cols = [j for j, t in enumerate(tracks) if not t.done]
+        if not cols:
+            break
+        c = xp.asarray(cols)
+        r = exact_residual(ns, left, x_hi[:, c], x_lo[:, c], cols)
+        dx = factor.solve(r)
+        figures = _metrics(ns, x_hi[:, c], dx)
+        apply = [tracks[j].step(*figures[:, i]) for i, j in enumerate(cols)]
+        use = [i for i, ok in enumerate(apply) if ok]
+        if use:
+            u = xp.asarray(use)
+            cu = xp.asarray([cols[i] for i in use])
+            x_hi[:, cu], x_lo[:, cu] = dd_add(x_hi[:, cu], x_lo[:, cu], dx[:, u])
+    for t in tracks:
+        if not t.done:
+            t.finish()
+    return x_hi, tracks
+
+
+def error_bounds(tracks, n, rcond_norm, rcond_comp):
+    """xGESVXX's err_bnds_norm and err_bnds_comp: (k, 3) arrays of [trust, bound, rcond] per column.
+
+    rcond_norm: the reciprocal Skeel condition number of A (one float);
+    rcond_comp: per column, that of A diag(x).  A bound is trusted (1.0) when
+    the refinement gave one and the condition number is below 1 / (n EPS);
+    otherwise trust 0.0 and bound +inf.  A trusted bound is at least
+    max(10, sqrt(n)) EPS (LAPACK's floor) and includes x's last rounding.
+    """
+    floor = max(10.0, math.sqrt(n)) * EPS
+    ill = n * EPS
+    norm = np.zeros((len(tracks), 3))
+    comp = np.zeros((len(tracks), 3))
+    for j, t in enumerate(tracks):
+        e = t.normwise_bound()
+        ok = math.isfinite(e) and rcond_norm >= ill
+        norm[j] = (1.0, max(floor, e * (1 + EPS) + EPS), rcond_norm) if ok else (0.0, math.inf, rcond_norm)
+        e = t.componentwise_bound()
+        rc = rcond_comp[j] if e < CWISE_WRONG else 0.0
+        ok = math.isfinite(e) and rc >= ill
+        comp[j] = (1.0, max(floor, e * (1 + EPS) + EPS), rc) if ok else (0.0, math.inf, rc)
+    return norm, comp
