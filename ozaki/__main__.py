@@ -154,6 +154,9 @@ def _stub_cupy():
     return stub
 
 
+_ABSENT = object()
+
+
 def bench(name, argv):
     mod = _bench_module(name)
     args = BENCHMARKS[name][1] + list(argv)
@@ -161,6 +164,7 @@ def bench(name, argv):
     saved_argv0 = sys.argv[0]
     sys.argv[0] = f"python -m ozaki bench {name}"           # the benchmark's usage line names the CLI
     stubbed = False
+    before = sys.modules.get("cupy", _ABSENT)
     try:
         if wants_help and importlib.util.find_spec("cupy") is None:
             sys.modules["cupy"] = _stub_cupy()
@@ -177,8 +181,11 @@ def bench(name, argv):
             raise
     finally:
         sys.argv[0] = saved_argv0
-        if stubbed:
-            sys.modules.pop("cupy", None)
+        if stubbed:                   # as it was: absent, or None (import refused)
+            if before is _ABSENT:
+                sys.modules.pop("cupy", None)
+            else:
+                sys.modules["cupy"] = before
 
 
 # --- the argument tree -----------------------------------------------------------------------

@@ -442,3 +442,33 @@ def test_config_nests_and_decorates():
             assert ozaki.get_config()["num_moduli"] == 10
         assert ozaki.get_config()["num_moduli"] == 10
     assert ozaki.get_config()["num_moduli"] is None and ozaki.get_config()["mode"] == "accurate"
+
+
+# --- the README's examples ---------------------------------------------------------------------
+
+def _readme_python_blocks():
+    import pathlib
+    import re
+    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def test_readme_first_example_runs_on_the_cpu(monkeypatch, capsys):
+    """The README's first python block, as written, on a machine without CuPy."""
+    first = _readme_python_blocks()[0]
+    assert "cupy" not in first
+    monkeypatch.setitem(__import__("sys").modules, "cupy", None)      # `import cupy` would fail here
+    namespace = {}
+    exec(compile(first, "README.md (first python block)", "exec"), namespace)
+    A, B, E = namespace["A"], namespace["B"], namespace["E"]
+    assert E.shape == (512, 128) and type(namespace["s"]) is np.float64
+    ours, native = (float(v) for v in capsys.readouterr().out.split())
+    assert ours <= max(native, 1.0)
+
+
+@pytest.mark.gpu
+def test_readme_gpu_example():
+    blocks = _readme_python_blocks()
+    namespace = {}
+    exec(compile(blocks[0], "README.md (first python block)", "exec"), namespace)
+    exec(compile(blocks[1], "README.md (GPU block)", "exec"), namespace)
