@@ -1,13 +1,12 @@
 """LU with partial pivoting: blocked right-looking, panels on LAPACK/cuSOLVER getrf,
-trailing updates on ozaki products.  lu_factor, lu_solve, det, inv."""
+trailing updates on ozaki products.  lu_factor, lu_solve."""
 
 import warnings
 
 import numpy as np
-from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
-from . import _util, condest
+from . import _util
 from ._backend import namespace
 from .triangular import trsm
 
@@ -165,66 +164,3 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, bl
         f = LUFactor(ns, mat, pivs[index])
         out[index] = f.solve(bb[index], block_size) if trans == 0 else f.solve_t(bb[index], block_size)
     return out[..., 0] if vector else out
-
-
-def _factor_checked(ns, a, block_size, index, name):
-    f = LUFactor.factor(ns, a, block_size)
-    if f.zero_pivot() >= 0:
-        raise LinAlgError(f"A singular matrix detected: slice {list(index) or 0} is singular ({name}).")
-    return f
-
-
-def _warn_rcond(rc, index):
-    if rc < np.finfo(np.float64).eps:
-        warnings.warn(f"An ill-conditioned matrix detected: slice {list(index) or 0} has rcond = {rc}.",
-                      LinAlgWarning, stacklevel=3)
-
-
-def det(a, overwrite_a=False, check_finite=True, *, block_size=None):
-    """Determinant of a matrix (scipy.linalg.det), from the blocked LU.
-
-    Returns a numpy float64 for a 2-D numpy input, an array of the stack's shape
-    otherwise (cupy inputs: a cupy array, 0-d for one matrix).  An exactly
-    singular matrix gives 0.0.
-    """
-    ns = namespace(a)
-    xp = ns.xp
-    a = _util.square_stack(ns, a, "a", check_finite)
-    batch = a.shape[:-2]
-    out = np.empty(batch, dtype=np.float64)
-    for index, mat in _util.stack_items(xp, a, batch):
-        if mat.shape[0] == 0:
-            out[index] = 1.0
-            continue
-        f = LUFactor.factor(ns, mat, block_size)
-        if f.zero_pivot() >= 0:
-            out[index] = 0.0
-            continue
-        sign = -1.0 if int((f.piv != np.arange(f.n)).sum()) % 2 else 1.0
-        out[index] = sign * float(xp.prod(xp.diagonal(f.lu)))
-    if ns.gpu:
-        return xp.asarray(out)
-    return out[()] if a.ndim == 2 else out
-
-
-def inv(a, overwrite_a=False, check_finite=True, *, block_size=None):
-    """Inverse of a matrix (scipy.linalg.inv): lu_solve of the identity on the blocked LU.
-
-    Raises LinAlgError for an exactly singular matrix and warns (LinAlgWarning)
-    when the estimated reciprocal 1-norm condition number is below eps, as scipy.
-    """
-    ns = namespace(a)
-    xp = ns.xp
-    a = _util.square_stack(ns, a, "a", check_finite)
-    batch = a.shape[:-2]
-    out = xp.empty(a.shape, dtype=xp.float64)
-    for index, mat in _util.stack_items(xp, a, batch):
-        n = mat.shape[0]
-        if n == 0:
-            continue
-        f = LUFactor.factor(ns, mat, block_size)
-        if f.zero_pivot() >= 0:
-            raise LinAlgError("singular matrix")
-        _warn_rcond(condest.rcond_1(ns, mat, f), index)
-        out[index] = f.solve(xp.eye(n), block_size)
-    return out

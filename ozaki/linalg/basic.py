@@ -1,4 +1,4 @@
-"""solve: factor (blocked LU or Cholesky on ozaki products), then refine on exact residuals."""
+"""solve (factor, then refine on exact residuals), inv and det, on the blocked factorizations."""
 
 import dataclasses
 import warnings
@@ -8,8 +8,9 @@ from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
 from . import _util, condest, refine as _refine
-from .cholesky import CholeskyFactor
-from .lu import LUFactor
+from ._backend import namespace
+from .decomp_cholesky import CholeskyFactor
+from .decomp_lu import LUFactor
 from .triangular import trsm
 
 # scipy.linalg.solve's structure names that this solver handles, and how
@@ -180,9 +181,7 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
         op, f = _factor(ns, kind, mat, lower, transposed, block_size, index)
         rc = condest.rcond_1(ns, op, f)
         rconds[index] = rc
-        if rc < np.finfo(np.float64).eps:
-            warnings.warn(f"An ill-conditioned matrix detected: slice {list(index) or 0} has rcond = {rc}.",
-                          LinAlgWarning, stacklevel=2)
+        _warn_rcond(rc, index)
         x = f.solve(rhs)
         if refine:
             x, tracks = _refine.refine(ns, op, rhs, f, x)
@@ -198,3 +197,59 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
     if vector:
         norm, comp, iters = norm[..., 0, :], comp[..., 0, :], iters[..., 0]
     return x, SolveInfo(rconds, norm, comp, iters)
+
+
+def _warn_rcond(rc, index):
+    if rc < np.finfo(np.float64).eps:
+        warnings.warn(f"An ill-conditioned matrix detected: slice {list(index) or 0} has rcond = {rc}.",
+                      LinAlgWarning, stacklevel=3)
+
+
+def det(a, overwrite_a=False, check_finite=True, *, block_size=None):
+    """Determinant of a matrix (scipy.linalg.det), from the blocked LU.
+
+    Returns a numpy float64 for a 2-D numpy input, an array of the stack's shape
+    otherwise (cupy inputs: a cupy array, 0-d for one matrix).  An exactly
+    singular matrix gives 0.0.
+    """
+    ns = namespace(a)
+    xp = ns.xp
+    a = _util.square_stack(ns, a, "a", check_finite)
+    batch = a.shape[:-2]
+    out = np.empty(batch, dtype=np.float64)
+    for index, mat in _util.stack_items(xp, a, batch):
+        if mat.shape[0] == 0:
+            out[index] = 1.0
+            continue
+        f = LUFactor.factor(ns, mat, block_size)
+        if f.zero_pivot() >= 0:
+            out[index] = 0.0
+            continue
+        sign = -1.0 if int((f.piv != np.arange(f.n)).sum()) % 2 else 1.0
+        out[index] = sign * float(xp.prod(xp.diagonal(f.lu)))
+    if ns.gpu:
+        return xp.asarray(out)
+    return out[()] if a.ndim == 2 else out
+
+
+def inv(a, overwrite_a=False, check_finite=True, *, block_size=None):
+    """Inverse of a matrix (scipy.linalg.inv): lu_solve of the identity on the blocked LU.
+
+    Raises LinAlgError for an exactly singular matrix and warns (LinAlgWarning)
+    when the estimated reciprocal 1-norm condition number is below eps, as scipy.
+    """
+    ns = namespace(a)
+    xp = ns.xp
+    a = _util.square_stack(ns, a, "a", check_finite)
+    batch = a.shape[:-2]
+    out = xp.empty(a.shape, dtype=xp.float64)
+    for index, mat in _util.stack_items(xp, a, batch):
+        n = mat.shape[0]
+        if n == 0:
+            continue
+        f = LUFactor.factor(ns, mat, block_size)
+        if f.zero_pivot() >= 0:
+            raise LinAlgError("singular matrix")
+        _warn_rcond(condest.rcond_1(ns, mat, f), index)
+        out[index] = f.solve(xp.eye(n), block_size)
+    return out
