@@ -472,3 +472,39 @@ def test_readme_gpu_example():
     namespace = {}
     exec(compile(blocks[0], "README.md (first python block)", "exec"), namespace)
     exec(compile(blocks[1], "README.md (GPU block)", "exec"), namespace)
+
+
+@pytest.mark.gpu
+def test_cupy_conventions(rng):
+    """On cupy arrays: out= and axes= as on numpy, integer/bool results exact, dot's checks, 0-d results."""
+    import cupy
+    a, b = rng.standard_normal((3, 4, 5)), rng.standard_normal((5, 2))
+    da, db = cupy.asarray(a), cupy.asarray(b)
+    want = ozaki.matmul(a, b, mode="exact")
+    out = cupy.full((3, 4, 2), cupy.nan)
+    assert ozaki.matmul(da, db, out=out, mode="exact") is out and same_bits(cupy.asnumpy(out), want)
+    with pytest.raises(TypeError):
+        ozaki.matmul(da, db, out=np.empty((3, 4, 2)))
+    with pytest.raises(ValueError, match="core dimension"):
+        ozaki.matmul(da, db, out=cupy.empty((3, 4, 3)))
+    moved = ozaki.matmul(da, cupy.ascontiguousarray(db.T), axes=[(1, 2), (1, 0), (0, 2)], mode="exact")
+    assert isinstance(moved, cupy.ndarray)
+    assert same_bits(cupy.asnumpy(moved), np.moveaxis(want, (-2, -1), (0, 2)))
+    v = rng.standard_normal(6)
+    r = ozaki.matmul(cupy.asarray(v), cupy.asarray(v), mode="exact")
+    assert isinstance(r, cupy.ndarray) and r.shape == () and float(r) == reference.exact_dot(v, v)
+    for ta, tb in ((np.int8, np.int8), (np.int64, np.int32), (np.uint64, np.uint8), (np.bool_, np.bool_),
+                   (np.bool_, np.int16)):
+        x, y = random_ints(rng, ta, (2, 3, 70)), random_ints(rng, tb, (70, 4))
+        got = ozaki.matmul(cupy.asarray(x), cupy.asarray(y))
+        want_int = int_reference(x, y)
+        assert got.dtype == want_int.dtype and np.array_equal(cupy.asnumpy(got), want_int)
+    f, g = cupy.asarray(rng.standard_normal((2, 3, 8))), cupy.asarray(rng.standard_normal((8, 5)))
+    o = cupy.empty((2, 3, 5))
+    assert ozaki.dot(f, g, o, mode="exact") is o
+    assert same_bits(cupy.asnumpy(o), exact_np(cupy.asnumpy(f), cupy.asnumpy(g)))
+    with pytest.raises(ValueError, match="not acceptable"):
+        ozaki.dot(f, g, cupy.empty((2, 3, 5), dtype=cupy.float32))
+    with pytest.raises(TypeError):
+        ozaki.dot(f, g, np.empty((2, 3, 5)))
+    assert float(ozaki.dot(cupy.asarray(2.0), cupy.asarray(3.0))) == 6.0
