@@ -107,16 +107,18 @@ class config(contextlib.ContextDecorator):
         if unknown:
             raise TypeError(f"config() got unexpected options {sorted(unknown)}")
         self._options = {name: _CHECKS[name](value) for name, value in options.items()}
-        self._saved = []
+        self._saved = threading.local()      # per thread: one object may be entered by several threads
 
     def __enter__(self):
         old = get_config()
-        self._saved.append(old)
+        if not hasattr(self._saved, "stack"):
+            self._saved.stack = []
+        self._saved.stack.append(old)
         _state.config = {**old, **self._options}
         return get_config()
 
     def __exit__(self, *exc):
-        _state.config = self._saved.pop()
+        _state.config = self._saved.stack.pop()
         return False
 
 
@@ -234,7 +236,7 @@ def _parse_axes(axes, a, b, out):
     if len(axes) != 3:
         raise ValueError("axes should be a list with an entry for all 3 inputs and outputs; entries for "
                          "outputs can only be omitted if none of them has core axes.")
-    if out is not None:
+    if out is not None and hasattr(out, "ndim"):
         out_ndim = out.ndim
     else:
         out_ndim = max(a.ndim - ncore[0], b.ndim - ncore[1]) + ncore[2]
@@ -347,7 +349,7 @@ def _check_ufunc_out(out, a, rt, batch, core):
     """numpy.matmul's checks of ``out``; returns the array to write into."""
     if isinstance(out, tuple):
         if len(out) != 1:
-            raise ValueError(f"The 'out' tuple must have exactly one entry per ufunc output")
+            raise ValueError("The 'out' tuple must have exactly one entry per ufunc output")
         out = out[0]
     if not isinstance(out, type(a)) or not hasattr(out, "dtype"):
         raise TypeError("return arrays must be of ArrayType" + (

@@ -291,6 +291,8 @@ def test_dot_out(rng):
         assert str(ours.value) == str(theirs.value)
     with pytest.raises(TypeError, match="'out' must be an array"):
         ozaki.dot(f, v, [0.0])
+    with pytest.raises(TypeError, match="return arrays must be of ArrayType"):
+        ozaki.matmul(f, v, out=[0.0], axes=[(0, 1), (0, 1), (0, 1)])
 
 
 # --- axes= -----------------------------------------------------------------------------------
@@ -426,6 +428,33 @@ def test_config_reaches_the_scheme(monkeypatch, rng):
     ozaki.matmul(a, b)
     assert seen == [("fast", 12, 10 ** 6, "fp8", "cublas"), ("fast", 12, 10 ** 6, "int8", "cublas"),
                     ("accurate", None, None, "int8", "auto")]
+
+
+def test_config_per_thread():
+    """One config object entered by two threads at once: each thread gets its own defaults back."""
+    import threading
+    cm = ozaki.config(mode="exact")
+    entered, release = threading.Barrier(2), threading.Event()
+    seen = {}
+
+    def worker(name, outer):
+        with ozaki.config(num_moduli=outer):
+            with cm:
+                entered.wait()
+                seen[name + " inside"] = ozaki.get_config()
+                if name == "a":
+                    release.wait()
+            seen[name + " after"] = ozaki.get_config()
+            if name == "b":
+                release.set()
+    threads = [threading.Thread(target=worker, args=("a", 7)), threading.Thread(target=worker, args=("b", 9))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen["a inside"]["mode"] == seen["b inside"]["mode"] == "exact"
+    assert (seen["a after"]["mode"], seen["a after"]["num_moduli"]) == ("accurate", 7)
+    assert (seen["b after"]["mode"], seen["b after"]["num_moduli"]) == ("accurate", 9)
 
 
 def test_config_nests_and_decorates():
