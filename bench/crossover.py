@@ -75,6 +75,61 @@ def kernel_alone(dA, dB, repeats):
     return t, ops / t / 1e9, (reads + 8 * outputs) / outputs
 
 
+# Candidate tiles for the sweep: (BM, BN, WARPS_M, WARPS_N, BK, STAGES).
+SWEEP_TILES = [(64, 64, 2, 2, 64, 3), (64, 64, 2, 2, 128, 2), (64, 64, 2, 2, 128, 3), (64, 64, 2, 2, 32, 4),
+               (128, 64, 4, 2, 64, 3), (128, 64, 4, 2, 128, 2), (64, 64, 1, 2, 64, 3), (64, 128, 2, 4, 64, 3),
+               (32, 64, 1, 2, 64, 4), (64, 64, 2, 1, 128, 2)]
+SWEEP_CASES = [("stack", 4096, 64, 64, 64, False), ("stack", 256, 256, 256, 256, False),
+               ("square", 1, 2048, 2048, 2048, False), ("square", 1, 8192, 8192, 8192, False)]
+
+
+def sweep(repeats):
+    """The fused kernel alone under each candidate tile, on a few shapes: (tile, case, ms, TOPS)."""
+    import cupy
+    from ozaki.backends import cupy_backend as be
+    saved = be.FUSED_TILES
+    rows = []
+    rng = np.random.default_rng(7)
+    try:
+        for label, batch, m, k, n, complex_ in SWEEP_CASES:
+            A, B = _inputs(rng, batch, m, k, n, complex_)
+            dA, dB = cupy.asarray(A), cupy.asarray(B)
+            for tile in SWEEP_TILES:
+                be.FUSED_TILES = (tile,) + saved
+                if be._fused_tile(16) != tile:
+                    continue
+                t, tops, _ = kernel_alone(dA, dB, repeats)
+                rows.append({"tile": list(tile), "case": label, "batch": batch, "m": m, "k": k, "n": n,
+                             "kernel_ms": t, "kernel_tops": tops})
+                print(f"tile {str(tile):28s} {label:7s} {batch}x{m}x{k}x{n}: {t:8.3f} ms {tops:6.0f} TOPS", flush=True)
+            del dA, dB
+            cupy.get_default_memory_pool().free_all_blocks()
+    finally:
+        be.FUSED_TILES = saved
+    return rows
+
+
+def overhead(calls=40):
+    """Where a small product's host time goes: cProfile of ``calls`` products (n = 512, and a
+    stack 4096 x 64^3), the top functions by own time."""
+    import cProfile
+    import pstats
+    import cupy
+    rng = np.random.default_rng(3)
+    for shape_a, shape_b in (((512, 512), (512, 512)), ((4096, 64, 64), (4096, 64, 64))):
+        dA, dB = cupy.asarray(rng.standard_normal(shape_a)), cupy.asarray(rng.standard_normal(shape_b))
+        ozaki.matmul(dA, dB)
+        cupy.cuda.Device().synchronize()
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(calls):
+            ozaki.matmul(dA, dB)
+        cupy.cuda.Device().synchronize()
+        prof.disable()
+        print(f"== host profile, {calls} products {shape_a} @ {shape_b} ==")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(18)
+
+
 def run(cases, repeats):
     import cupy
     rows = []
@@ -121,11 +176,16 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--cases", nargs="*", default=None, help="labels of CASES to run (default: all)")
+    ap.add_argument("--sweep", action="store_true", help="time the kernel alone under SWEEP_TILES first")
+    ap.add_argument("--profile", action="store_true", help="profile small products' host time last")
     ap.add_argument("--out", default="bench/results/crossover.json")
     a = ap.parse_args(argv)
     cases = [c for c in CASES if a.cases is None or c[0] in a.cases]
+    tiles = sweep(a.repeats) if a.sweep else []
     rows = run(cases, a.repeats)
-    common.write_json(a.out, {"meta": common.meta(), "rows": rows})
+    common.write_json(a.out, {"meta": common.meta(), "tiles": tiles, "rows": rows})
+    if a.profile:
+        overhead()
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ modes="accurate accurate:15 accurate:14 fast fast:15 exact"
 if [ "$profile" = fused ]; then
     stage gpu_fused 150 python3 -m pytest -q -x -m gpu tests/backends/test_fused.py -p no:cacheprovider
     stage gpu_tests 200 python3 -m pytest -q --maxfail=5 -m gpu tests -p no:cacheprovider --junitxml="$W/gpu_tests.xml"
-    stage crossover 150 python3 -m bench.crossover --out "$W/crossover.json"
+    stage crossover 240 python3 -m bench.crossover --sweep --profile --out "$W/crossover.json"
 elif [ "$profile" = quick ]; then
     stage gpu_tests 170 python3 -m pytest -q --maxfail=5 -m gpu tests -p no:cacheprovider
     stage steps 60 python3 -m bench.steps --sizes 8192 16384 --probes --out "$W/steps.json"
@@ -92,7 +92,7 @@ tar czf "$OUT/results.tgz" -C "$W" .
 {
 echo "== stages =="; cat "$W/stages.txt"
 echo "== GPU tests =="; for f in "$W"/gpu_*.txt; do echo "$(basename $f):"; grep -E "passed|failed|Error|assert" "$f" | tail -12; done
-[ -f "$W/crossover.txt" ] && { echo "== fused vs cuBLAS path =="; cat "$W/crossover.txt"; }
+[ -f "$W/crossover.txt" ] && { echo "== fused vs cuBLAS path =="; grep -v -E "^ |^$|ncalls|Ordered|function calls" "$W/crossover.txt"; }
 echo "== time split =="; cat "$W/steps.txt"
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }

@@ -161,10 +161,14 @@ _ADD_RESIDUES = cupy.ElementwiseKernel(
     "ozaki_add_residues")
 
 
+@functools.lru_cache(maxsize=None)
+def _moduli_column(m, device):
+    return cupy.asarray(np.array(_moduli(m), dtype=np.int16)).reshape(-1, 1, 1)
+
+
 def add_residues(x, y, m):
     """As numpy_backend.add_residues, in one elementwise kernel."""
-    p = cupy.asarray(np.array(_moduli(m), dtype=np.int16)).reshape(-1, 1, 1)
-    return _ADD_RESIDUES(x, y, p)
+    return _ADD_RESIDUES(x, y, _moduli_column(m, _device()))
 
 
 def transposed(x):
@@ -360,10 +364,11 @@ def epilogue(products, shifts, m, beta_a, beta_b):
         defines += (("COMPLEX", 1),)
     kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
     outs = [cupy.empty((rows, cols), dtype=cupy.float64) for _ in range(2 if complex_ else 1)]
-    pointers = cupy.asarray(np.array([P.data.ptr for P in arrays], dtype=np.uint64))
+    one, table = _operands(arrays)
+    shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
     grid, block = _grid(rows * cols, 128)
-    kern(grid, block, (pointers, np.int32(npairs), np.int64(rows), np.int64(cols), np.int64(mod_stride),
-                       np.int64(row_stride), cupy.asarray(np.array(shifts, dtype=np.int32)),
+    kern(grid, block, one + (table, np.int32(npairs), np.int64(rows), np.int64(cols), np.int64(mod_stride),
+                             np.int64(row_stride), shift_table,
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
                        cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(cols)))
     return outs
@@ -372,14 +377,13 @@ def epilogue(products, shifts, m, beta_a, beta_b):
 # ---------------------------------------------------------------------------
 # The fused kernel (kernels/fused.cu): one launch per product or stack.
 #
-# Tiles: BM x BN outputs per block on WARPS_M x WARPS_N warps, the first of
-# FUSED_TILES whose shared memory fits.  Shared memory holds the cp.async
-# pipeline (FUSED_STAGES stages of BM + BN rows of FUSED_BK + 16 bytes) and
-# one int8 residue tile per (slice pair, modulus, output part), so the smaller
-# tile takes the moduli and slice pairs of exact mode's wide rows.
-FUSED_TILES = ((64, 64, 2, 2), (32, 32, 2, 2))
-FUSED_STAGES = 3
-FUSED_BK = 64
+# Tiles (BM, BN, WARPS_M, WARPS_N, BK, STAGES): BM x BN outputs per block on
+# WARPS_M x WARPS_N warps, a cp.async pipeline of STAGES stages of BK inner
+# bytes; the first of FUSED_TILES whose shared memory fits is used.  Shared
+# memory holds the pipeline (STAGES stages of BM + BN rows of BK + 16 bytes)
+# and one int8 residue tile per (slice pair, modulus, output part), so the
+# smaller tile takes the moduli and slice pairs of exact mode's wide rows.
+FUSED_TILES = ((64, 64, 2, 2, 64, 3), (32, 32, 2, 2, 64, 3))
 SHARED_MAX = 227 * 1024
 # Inner dimensions whose int32 accumulators cannot overflow: |r| <= 128, so a
 # real product stays below k 2**14 < 2**31; a complex one accumulates
@@ -389,8 +393,8 @@ FUSED_K_MAX = {1: 131071, 3: 43690}
 
 
 def _fused_shared(tile, residue_tiles):
-    bm, bn = tile[:2]
-    return FUSED_STAGES * (bm + bn) * (FUSED_BK + 16) + residue_tiles * bm * (bn + 4)
+    bm, bn, _, _, bk, stages = tile
+    return stages * (bm + bn) * (bk + 16) + residue_tiles * bm * (bn + 4)
 
 
 def _fused_tile(residue_tiles):
@@ -423,22 +427,27 @@ def choose_path(path, m, n, k, batch, num_moduli, parts=1, npairs=1):
     return "fused" if k <= FUSED_AUTO_K or batch * m * n * k <= FUSED_AUTO_WORK else "cublas"
 
 
-def _operand_table(stacks):
-    return cupy.asarray(np.array([S.data.ptr for S in stacks], dtype=np.uint64))
+def _operands(stacks):
+    """The stacks' pointers as kernel parameters (three: the Karatsuba parts of one
+    slice pair), and a device table of all of them when there are more."""
+    ptrs = [S.data.ptr for S in stacks]
+    table = cupy.asarray(np.array(ptrs, dtype=np.uint64)) if len(ptrs) > 3 else np.uint64(0)
+    return tuple(np.uint64(p) for p in (ptrs + [0, 0, 0])[:3]), table
 
 
 def _fused_launch(defines, tables, a_stacks, b_stacks, slices_b, m, n, batch, a_gstride, b_gstride,
                   residue_tiles, tail):
     tile = _fused_tile(residue_tiles)
-    bm, bn, wm, wn = tile
+    bm, bn, wm, wn, bk, stages = tile
     shared = _fused_shared(tile, residue_tiles)
     kp = a_stacks[0].shape[-1]
-    defines = defines + (("BM", bm), ("BN", bn), ("WARPS_M", wm), ("WARPS_N", wn))
+    defines = defines + (("BM", bm), ("BN", bn), ("WARPS_M", wm), ("WARPS_N", wn), ("BK", bk), ("STAGES", stages))
     kern = _kernel("fused.cu", "fused", defines, _device(), tables, shared)
     grid = (-(-n // bn), -(-m // bm), batch)
-    head = (_operand_table(a_stacks), _operand_table(b_stacks),
-            np.int64(a_stacks[0].shape[-2] * kp), np.int64(b_stacks[0].shape[-2] * kp), np.int64(kp),
-            np.int32(slices_b), np.int32(m), np.int32(n), np.int64(a_gstride), np.int64(b_gstride))
+    (a, a_table), (b, b_table) = _operands(a_stacks), _operands(b_stacks)
+    head = a + b + (a_table, b_table,
+                    np.int64(a_stacks[0].shape[-2] * kp), np.int64(b_stacks[0].shape[-2] * kp), np.int64(kp),
+                    np.int32(slices_b), np.int32(m), np.int32(n), np.int64(a_gstride), np.int64(b_gstride))
     kern(grid, (32 * wm * wn,), head + tail, shared_mem=shared)
 
 

@@ -62,6 +62,7 @@ def test_exact_slices_run_fused(rng):
     """A product whose exact plan has several slice pairs and still fits one fused launch."""
     from ozaki.backends import cupy_backend
     A, B = inputs.wide(rng, (20, 48), 70), inputs.wide(rng, (48, 24), 70)      # 2 x 2 slices, 36 moduli
+    assert cupy_backend._fused_tile(4 * 36) == cupy_backend.FUSED_TILES[-1]
     plan = scheme.make_plan(np, A, np.ascontiguousarray(B.T), "exact", None, ozaki.backend_for(A))
     assert plan.slices_a * plan.slices_b > 1
     assert cupy_backend.choose_path("fused", 20, 24, 48, 1, plan.num_moduli, 1,

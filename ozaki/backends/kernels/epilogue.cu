@@ -1,4 +1,4 @@
-// Epilogue in one pass: reduce the int32/int64 GEMM products modulo p, CRT each
+// Epilogue in one pass (the unfused path; fused.cu does it on chip): reduce the int32/int64 GEMM products modulo p, CRT each
 // slice pair into exact 32-bit limbs, add the pairs into a Kulisch accumulator
 // at their shifts, round once to float64 at 2**(beta_a[i] + beta_b[j]).
 // Complex products (COMPLEX): each pair brings the three Karatsuba products
@@ -29,7 +29,8 @@
 #define NOUT 1
 #endif
 
-extern "C" __global__ void epilogue(const PROD_T* const* __restrict__ prods,  // (npairs * NIN) pointers
+extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PROD_T* p2,   // one pair's
+                                    const PROD_T* const* __restrict__ prods,  // (npairs * NIN) pointers
                                     int npairs, long long rows, long long cols,
                                     long long mod_stride, long long row_stride,
                                     const int* __restrict__ shifts,         // (npairs,) in limbs
@@ -60,8 +61,14 @@ extern "C" __global__ void epilogue(const PROD_T* const* __restrict__ prods,  //
 #pragma unroll
                 for (int l = 0; l < LP; ++l) S[o][l] = 0.0;
             const PROD_T* p[NIN];
+#ifdef SINGLE_PAIR
+            const PROD_T* one[3] = {p0, p1, p2};          // parameters: no table to copy to the device
+#pragma unroll
+            for (int h = 0; h < NIN; ++h) p[h] = one[h] + idx;
+#else
 #pragma unroll
             for (int h = 0; h < NIN; ++h) p[h] = prods[pair * NIN + h] + idx;
+#endif
 #pragma unroll
             for (int i = 0; i < NMOD; ++i) {
                 double x[NOUT];

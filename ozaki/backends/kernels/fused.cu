@@ -22,20 +22,21 @@
 // the accumulators directly (|Im| <= 3 k 2**14 < 2**31 for k <= 43690).
 //
 // Operands are residue stacks as cupy_backend.residues writes them: int8
-// (NMOD, rows, kp), k-contiguous, kp a multiple of 16, zero past k.  A table
-// of pointers holds one stack per (part, slice): a_ptrs[h * slices_a + t].
+// (NMOD, rows, kp), k-contiguous, kp a multiple of 16, zero past k, one stack
+// per (part, slice).  One slice pair: the parts' stacks are kernel parameters
+// a0..a2, b0..b2 (no table to copy to the device); several (exact mode): a
+// device table of pointers, a_table[h * slices_a + t].
 // Matrix g of the stack (blockIdx.z) starts at row g * a_gstride of the A
 // stacks and g * b_gstride of the B stacks (0: broadcast), and writes its
 // outputs at out + g * out_gstride + row * out_rstride + col.
 //
 // Compile-time: NMOD, NIN (1 or 3), NPAIRS (slice pairs), LP and LACC (limbs
-// of one CRT value and of the accumulator), BM, BN, WARPS_M, WARPS_N, one of
-// EPILOGUE_CRT / EPILOGUE_BOUND, and the constant tables of kulisch.cuh.
+// of one CRT value and of the accumulator), BM, BN, WARPS_M, WARPS_N, BK
+// (inner-dimension bytes per pipeline stage), STAGES, one of EPILOGUE_CRT /
+// EPILOGUE_BOUND, and the constant tables of kulisch.cuh.
 
 #include "kulisch.cuh"
 
-#define BK 64                          // inner-dimension bytes per pipeline stage
-#define STAGES 3
 #define THREADS (WARPS_M * WARPS_N * 32)
 #define WM (BM / WARPS_M)              // a warp's tile
 #define WN (BN / WARPS_N)
@@ -75,25 +76,46 @@ __device__ __forceinline__ void mma_s8(int* c, const unsigned* a, const unsigned
 }
 
 struct Operands {
-    const signed char* const* a_ptrs;  // (NIN * slices_a) residue stacks (NMOD, a_rows, kp)
-    const signed char* const* b_ptrs;  // (NIN * slices_b) residue stacks (NMOD, b_rows, kp)
+    const signed char* a[3];           // the parts' stacks (one slice pair)
+    const signed char* b[3];
+    const signed char* const* a_table; // (NIN * slices_a) stacks (several slice pairs)
+    const signed char* const* b_table; // (NIN * slices_b)
     long long a_plane, b_plane;        // a_rows * kp, b_rows * kp: one modulus' residues
     long long kp;
     int slices_b;
 };
 
-// Stage ``step`` of the flattened (group, k tile) sequence into shared buffers.
-__device__ __forceinline__ void load_stage(const Operands& op, int step, int KT, long long a_row0,
+// Where the loads stand in the flattened (group, k tile) sequence: the group's
+// operand tiles and the next k tile.  Advanced one stage at a time, so the
+// group is decoded once per group, not once per stage.
+struct LoadState {
+    const signed char* A;
+    const signed char* B;
+    int group, kt;
+};
+
+__device__ __forceinline__ void seek_group(const Operands& op, LoadState& s, long long a_row0, long long b_row0) {
+    int pair = s.group / (NMOD * NIN), rest = s.group - pair * (NMOD * NIN);
+    int mod = rest / NIN, h = rest - mod * NIN;
+#if NPAIRS == 1
+    const signed char* A = op.a[h];
+    const signed char* B = op.b[h];
+#else
+    int t = pair / op.slices_b, u = pair - t * op.slices_b;
+    const signed char* A = op.a_table[h * (NPAIRS / op.slices_b) + t];
+    const signed char* B = op.b_table[h * op.slices_b + u];
+#endif
+    s.A = A + mod * op.a_plane + a_row0 * op.kp;
+    s.B = B + mod * op.b_plane + b_row0 * op.kp;
+    s.kt = 0;
+}
+
+// The next stage of the sequence into shared buffers (zero-filled past the
+// operands' rows and kp), then one step on.
+__device__ __forceinline__ void load_stage(const Operands& op, LoadState& s, int KT, long long a_row0,
                                            long long b_row0, int m_left, int n_left,
                                            signed char* sa, signed char* sb) {
-    int group = step / KT, kt = step - group * KT;
-    int pair = group / (NMOD * NIN), rest = group - pair * (NMOD * NIN);
-    int mod = rest / NIN, h = rest - mod * NIN;
-    int t = pair / op.slices_b, u = pair - t * op.slices_b;
-    int slices_a = NPAIRS / op.slices_b;
-    const signed char* A = op.a_ptrs[h * slices_a + t] + mod * op.a_plane + a_row0 * op.kp;
-    const signed char* B = op.b_ptrs[h * op.slices_b + u] + mod * op.b_plane + b_row0 * op.kp;
-    long long k0 = (long long)kt * BK;
+    long long k0 = (long long)s.kt * BK;
 #pragma unroll
     for (int c = threadIdx.x; c < (BM + BN) * (BK / 16); c += THREADS) {
         int r = c / (BK / 16), kc = (c - r * (BK / 16)) * 16;
@@ -101,8 +123,12 @@ __device__ __forceinline__ void load_stage(const Operands& op, int step, int KT,
         int rr = on_a ? r : r - BM;
         long long kk = k0 + kc;
         bool valid = (on_a ? rr < m_left : rr < n_left) && kk < op.kp;
-        const signed char* src = (on_a ? A : B) + (valid ? rr * op.kp + kk : 0);
+        const signed char* src = (on_a ? s.A : s.B) + (valid ? rr * op.kp + kk : 0);
         copy16((on_a ? sa + rr * ROW : sb + rr * ROW) + kc, src, valid);
+    }
+    if (++s.kt == KT) {
+        ++s.group;
+        if (s.group < GROUPS) seek_group(op, s, a_row0, b_row0);
     }
 }
 
@@ -158,8 +184,10 @@ __device__ __forceinline__ void store_residues(const int (&x)[MT][NT][4], int i,
 #endif
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-fused(const signed char* const* a_ptrs, const signed char* const* b_ptrs, long long a_plane,
-      long long b_plane, long long kp, int slices_b, int m, int n,
+fused(const signed char* a0, const signed char* a1, const signed char* a2,
+      const signed char* b0, const signed char* b1, const signed char* b2,
+      const signed char* const* a_table, const signed char* const* b_table,
+      long long a_plane, long long b_plane, long long kp, int slices_b, int m, int n,
       long long a_gstride, long long b_gstride,         // rows of the operand stacks per matrix
 #ifdef EPILOGUE_CRT
       const int* __restrict__ shifts,                   // (NPAIRS,) in limbs
@@ -171,7 +199,7 @@ fused(const signed char* const* a_ptrs, const signed char* const* b_ptrs, long l
       int* __restrict__ row_max, int* __restrict__ col_max   // (batch * m,), (batch * n,), zeroed
 #endif
 ) {
-    const Operands op = {a_ptrs, b_ptrs, a_plane, b_plane, kp, slices_b};
+    const Operands op = {{a0, a1, a2}, {b0, b1, b2}, a_table, b_table, a_plane, b_plane, kp, slices_b};
     extern __shared__ __align__(16) signed char smem[];
     signed char* pipe = smem;                                 // STAGES x (BM + BN) rows of ROW bytes
 #ifdef EPILOGUE_CRT
@@ -198,28 +226,32 @@ fused(const signed char* const* a_ptrs, const signed char* const* b_ptrs, long l
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0;
 
+    LoadState ls;
+    ls.group = 0;
+    seek_group(op, ls, a_row0, b_row0);
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < total) load_stage(op, s, KT, a_row0, b_row0, m_left, n_left, pipe + s * (BM + BN) * ROW,
+        if (s < total) load_stage(op, ls, KT, a_row0, b_row0, m_left, n_left, pipe + s * (BM + BN) * ROW,
                                   pipe + (s * (BM + BN) + BM) * ROW);
         commit();
     }
+    int ckt = 0, group = 0;              // the k tile and group the products are at
     for (int step = 0; step < total; ++step) {
         wait_pending<STAGES - 2>();
         __syncthreads();                 // stage ``step`` landed; stage step - 1 is free to refill
         int next = step + STAGES - 1;
         if (next < total) {
             int buf = next % STAGES;
-            load_stage(op, next, KT, a_row0, b_row0, m_left, n_left, pipe + buf * (BM + BN) * ROW,
+            load_stage(op, ls, KT, a_row0, b_row0, m_left, n_left, pipe + buf * (BM + BN) * ROW,
                        pipe + (buf * (BM + BN) + BM) * ROW);
         }
         commit();
         int buf = step % STAGES;
         compute_stage(pipe + buf * (BM + BN) * ROW, pipe + (buf * (BM + BN) + BM) * ROW, wm, wn, lane, acc);
-        if (step % KT != KT - 1) continue;
+        if (++ckt != KT) continue;
+        ckt = 0;
 
         // ---- the end of a group: its epilogue on the accumulators ----
-        int group = step / KT;
 #ifdef EPILOGUE_CRT
         int pm = group / NIN;                                 // (pair, modulus)
         int i = pm % NMOD;
@@ -246,13 +278,13 @@ fused(const signed char* const* a_ptrs, const signed char* const* b_ptrs, long l
                 for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
                     for (int e = 0; e < 4; ++e) acc[mt][nt][e] = p1[mt][nt][e];
+            ++group;
             continue;
         }
 #else
         store_residues(acc, i, res + pm * RES_TILE, wm, wn, gid, tig);
 #endif
 #else   // EPILOGUE_BOUND: the row and column maxima of the (nonnegative) product
-        (void)group;
         int rmax[MT][2], cmax[NT][2];
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) rmax[mt][0] = rmax[mt][1] = 0;
@@ -295,6 +327,7 @@ fused(const signed char* const* a_ptrs, const signed char* const* b_ptrs, long l
             for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0;
+        ++group;
     }
 
 #ifdef EPILOGUE_CRT
