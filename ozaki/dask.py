@@ -385,6 +385,8 @@ def _block_epilogue(S, beta_a, beta_b, flags_a, flags_b, sizes, complex_):
 
 
 def _zeros_block(a, b, dtype):
+    """An empty product's block (k contracted: lists of the k chunks)."""
+    a, b = next(_flat(a)), next(_flat(b))
     xp = backend_for(a).xp
     return xp.zeros((a.shape[0], b.shape[-1]), dtype=dtype)
 
@@ -629,13 +631,17 @@ def _nd_axes(ndim, s, axes):
     return s, axes
 
 
-def _map_transform(fn, x, axes, lengths, real_out, **kwargs):
-    """ozaki.fft's ``fn`` on every block: the transformed axes must be single chunks
-    (every other axis may be chunked); ``lengths`` are the output lengths along them."""
+def _fft_input(x):
     x = _as_dask(x)
     if x.ndim == 0:
         raise ValueError("ozaki.fft: input must have at least one dimension")
-    for ax in axes:
+    return x
+
+
+def _map_transform(fn, x, along, lengths, real_out, kwargs):
+    """ozaki.fft's ``fn`` on every block: the transformed axes must be single chunks
+    (every other axis may be chunked); ``lengths`` are the output lengths along them."""
+    for ax in along:
         if x.numblocks[ax] != 1:
             raise ValueError(f"ozaki.dask.{fn.__name__}: axis {ax} is split into {x.numblocks[ax]} chunks, "
                              f"and a transform needs it whole: rechunk it first, e.g. x.rechunk({{{ax}: -1}}) "
@@ -644,92 +650,82 @@ def _map_transform(fn, x, axes, lengths, real_out, **kwargs):
         if n < 1:
             raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
     chunks = list(x.chunks)
-    for ax, n in zip(axes, lengths):
+    for ax, n in zip(along, lengths):
         chunks[ax] = (n,)
     dtype = np.float64 if real_out else np.complex128
     return x.map_blocks(fn, chunks=tuple(chunks), dtype=dtype, meta=_meta(x, x.ndim, dtype), **kwargs)
 
 
-def _c2c_1d(fn, x, n, axis, norm, mode, num_moduli):
-    x = _as_dask(x)
-    ax = _axis(axis, max(x.ndim, 1))
-    length = x.shape[ax] if n is None else int(n)
-    return _map_transform(fn, x, [ax], [length], False, n=n, axis=ax, norm=norm, mode=mode,
-                          num_moduli=num_moduli)
+def _transform_1d(fn, x, n, axis, norm, mode, num_moduli, length_of=lambda size, n: size if n is None else n,
+                  real_out=False):
+    x = _fft_input(x)
+    ax = _axis(axis, x.ndim)
+    length = length_of(x.shape[ax], None if n is None else int(n))
+    return _map_transform(fn, x, [ax], [length], real_out,
+                          dict(n=n, axis=ax, norm=norm, mode=mode, num_moduli=num_moduli))
 
 
 def fft(x, n=None, axis=-1, norm=None, *, mode="exact", num_moduli=None):
     """``ozaki.fft.fft`` along an unchunked axis of a dask array, block by block."""
-    return _c2c_1d(_ozfft.fft, x, n, axis, norm, mode, num_moduli)
+    return _transform_1d(_ozfft.fft, x, n, axis, norm, mode, num_moduli)
 
 
 def ifft(x, n=None, axis=-1, norm=None, *, mode="exact", num_moduli=None):
     """``ozaki.fft.ifft`` along an unchunked axis of a dask array, block by block."""
-    return _c2c_1d(_ozfft.ifft, x, n, axis, norm, mode, num_moduli)
+    return _transform_1d(_ozfft.ifft, x, n, axis, norm, mode, num_moduli)
 
 
 def rfft(x, n=None, axis=-1, norm=None, *, mode="exact", num_moduli=None):
     """``ozaki.fft.rfft`` along an unchunked axis of a dask array, block by block."""
-    x = _as_dask(x)
-    ax = _axis(axis, max(x.ndim, 1))
-    length = x.shape[ax] if n is None else int(n)
-    return _map_transform(_ozfft.rfft, x, [ax], [length // 2 + 1], False, n=n, axis=ax, norm=norm,
-                          mode=mode, num_moduli=num_moduli)
+    return _transform_1d(_ozfft.rfft, x, n, axis, norm, mode, num_moduli,
+                         lambda size, n: (size if n is None else n) // 2 + 1)
 
 
 def irfft(x, n=None, axis=-1, norm=None, *, mode="exact", num_moduli=None):
     """``ozaki.fft.irfft`` along an unchunked axis of a dask array, block by block."""
-    x = _as_dask(x)
-    ax = _axis(axis, max(x.ndim, 1))
-    length = 2 * (x.shape[ax] - 1) if n is None else int(n)
-    return _map_transform(_ozfft.irfft, x, [ax], [length], True, n=n, axis=ax, norm=norm,
-                          mode=mode, num_moduli=num_moduli)
+    return _transform_1d(_ozfft.irfft, x, n, axis, norm, mode, num_moduli,
+                         lambda size, n: 2 * (size - 1) if n is None else n, real_out=True)
 
 
-def _c2c_nd(fn, x, s, axes, norm, mode, num_moduli):
-    x = _as_dask(x)
+def _transform_nd(fn, x, s, axes, norm, mode, num_moduli, real=None):
+    """real: None (complex to complex), "forward" (rfftn: the last axis halved) or
+    "inverse" (irfftn: the last axis 2 (m - 1) by default; real output)."""
+    x = _fft_input(x)
     s, axes = _nd_axes(x.ndim, s, axes)
     lengths = [x.shape[ax] if n is None else int(n) for n, ax in zip(s, axes)]
-    return _map_transform(fn, x, axes, lengths, False, s=s, axes=axes, norm=norm, mode=mode,
-                          num_moduli=num_moduli)
+    if real == "forward":
+        lengths[-1] = lengths[-1] // 2 + 1
+    elif real == "inverse" and s[-1] is None:
+        lengths[-1] = 2 * (x.shape[axes[-1]] - 1)
+    return _map_transform(fn, x, axes, lengths, real == "inverse",
+                          dict(s=s, axes=axes, norm=norm, mode=mode, num_moduli=num_moduli))
 
 
 def fftn(x, s=None, axes=None, norm=None, *, mode="exact", num_moduli=None):
     """``ozaki.fft.fftn`` over unchunked axes of a dask array, block by block."""
-    return _c2c_nd(_ozfft.fftn, x, s, axes, norm, mode, num_moduli)
+    return _transform_nd(_ozfft.fftn, x, s, axes, norm, mode, num_moduli)
 
 
 def ifftn(x, s=None, axes=None, norm=None, *, mode="exact", num_moduli=None):
     """``ozaki.fft.ifftn`` over unchunked axes of a dask array, block by block."""
-    return _c2c_nd(_ozfft.ifftn, x, s, axes, norm, mode, num_moduli)
+    return _transform_nd(_ozfft.ifftn, x, s, axes, norm, mode, num_moduli)
 
 
 def fft2(x, s=None, axes=(-2, -1), norm=None, *, mode="exact", num_moduli=None):
     """``ozaki.fft.fft2`` over unchunked axes of a dask array, block by block."""
-    return _c2c_nd(_ozfft.fftn, x, s, axes, norm, mode, num_moduli)
+    return _transform_nd(_ozfft.fftn, x, s, axes, norm, mode, num_moduli)
 
 
 def ifft2(x, s=None, axes=(-2, -1), norm=None, *, mode="exact", num_moduli=None):
     """``ozaki.fft.ifft2`` over unchunked axes of a dask array, block by block."""
-    return _c2c_nd(_ozfft.ifftn, x, s, axes, norm, mode, num_moduli)
+    return _transform_nd(_ozfft.ifftn, x, s, axes, norm, mode, num_moduli)
 
 
 def rfftn(x, s=None, axes=None, norm=None, *, mode="exact", num_moduli=None):
     """``ozaki.fft.rfftn`` over unchunked axes of a dask array, block by block."""
-    x = _as_dask(x)
-    s, axes = _nd_axes(x.ndim, s, axes)
-    lengths = [x.shape[ax] if n is None else int(n) for n, ax in zip(s, axes)]
-    lengths[-1] = lengths[-1] // 2 + 1
-    return _map_transform(_ozfft.rfftn, x, axes, lengths, False, s=s, axes=axes, norm=norm, mode=mode,
-                          num_moduli=num_moduli)
+    return _transform_nd(_ozfft.rfftn, x, s, axes, norm, mode, num_moduli, real="forward")
 
 
 def irfftn(x, s=None, axes=None, norm=None, *, mode="exact", num_moduli=None):
     """``ozaki.fft.irfftn`` over unchunked axes of a dask array, block by block."""
-    x = _as_dask(x)
-    s, axes = _nd_axes(x.ndim, s, axes)
-    lengths = [x.shape[ax] if n is None else int(n) for n, ax in zip(s, axes)]
-    if s[-1] is None:
-        lengths[-1] = 2 * (x.shape[axes[-1]] - 1)
-    return _map_transform(_ozfft.irfftn, x, axes, lengths, True, s=s, axes=axes, norm=norm, mode=mode,
-                          num_moduli=num_moduli)
+    return _transform_nd(_ozfft.irfftn, x, s, axes, norm, mode, num_moduli, real="inverse")
