@@ -9,7 +9,7 @@
 #   last   epilogue kernel tests, a cProfile of fftn 256^3, FFT 2^24 and 512^3 (one run each)
 #   check  GPU tests, FFT 2^16, 2^20, 256^3, ZGEMM 4096 and 8192
 #   final  GPU tests, fp8 exactness, steps, GEMM 1024..16384, ZGEMM, fp8 vs int8, FFT up to 2^24, 512^3
-#   fused  the fused kernel's tests, all GPU tests, the fused/cuBLAS crossover table  (about 8 min)
+#   fused  the fused kernel's tests, its tile sweep, the fused/cuBLAS crossover table, host profile  (about 5 min)
 set -u
 OUT=${OUT:-bench/results/out}
 W=$(mktemp -d)
@@ -25,7 +25,6 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit,clocks.max.s
 modes="accurate accurate:15 accurate:14 fast fast:15 exact"
 if [ "$profile" = fused ]; then
     stage gpu_fused 150 python3 -m pytest -q -x -m gpu tests/backends/test_fused.py -p no:cacheprovider
-    stage gpu_tests 200 python3 -m pytest -q --maxfail=5 -m gpu tests -p no:cacheprovider --junitxml="$W/gpu_tests.xml"
     stage crossover 240 python3 -m bench.crossover --sweep --profile --out "$W/crossover.json"
 elif [ "$profile" = quick ]; then
     stage gpu_tests 170 python3 -m pytest -q --maxfail=5 -m gpu tests -p no:cacheprovider
