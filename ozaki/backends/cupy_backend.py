@@ -185,8 +185,14 @@ def transposed(x):
     return out
 
 
+# Rows up to this long are scanned by one warp each (8 rows a block) instead of
+# a block of 256 threads each: a stack of small matrices has many short rows.
+SHORT_ROW = 1024
+
+
 def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False):
-    """As numpy_backend.scan_rows, one block per row (kernels/scan_rows.cu)."""
+    """As numpy_backend.scan_rows, one block (or, for short rows, one warp) per row
+    (kernels/scan_rows.cu)."""
     rows, k = x.shape
     kpad = _padded(k)
     amax = cupy.empty(rows, dtype=cupy.float64)
@@ -194,11 +200,16 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False):
     e = cupy.empty(rows, dtype=cupy.int64) if ceil_bits else None
     c = cupy.empty((rows, kpad), dtype=cupy.int8) if hat else None
     sumsq = cupy.empty(rows, dtype=cupy.int64) if sum_squares else None
-    defines = (("CEIL_BITS", ceil_bits),) + ((("WRITE_HAT", 1),) if hat else ()) \
+    row_threads = 32 if k <= SHORT_ROW else 256
+    defines = (("CEIL_BITS", ceil_bits), ("ROW_THREADS", row_threads)) + ((("WRITE_HAT", 1),) if hat else ()) \
         + ((("SUM_SQUARES", 1),) if sum_squares else ())
     kern = _kernel("scan_rows.cu", "scan_rows", defines, _device())
     null = np.uint64(0)
-    kern((rows,), (256,), (cupy.ascontiguousarray(x, dtype=cupy.float64), np.int64(k), np.int64(kpad),
+    per_block = 256 // row_threads
+    if rows == 0:
+        return amax, flags, e, c, sumsq
+    kern((-(-rows // per_block),), (256,), (cupy.ascontiguousarray(x, dtype=cupy.float64), np.int64(rows),
+                                           np.int64(k), np.int64(kpad),
                            amax, flags, null if e is None else e, null if c is None else c,
                            null if sumsq is None else sumsq))
     return amax, flags, e, c, sumsq

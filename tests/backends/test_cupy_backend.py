@@ -318,3 +318,22 @@ def test_fixups_on_a_stack(rng):
     assert same_bits(cpu, gpu)
     for g in range(5):                       # the stack's fix-ups are each matrix's own
         assert same_bits(cpu[g], ozaki.matmul(A[g], B[g])), g
+
+
+@pytest.mark.parametrize("rows,k", [(1, 1), (13, 64), (9, 1024), (5, 1025), (3, 3000)])
+def test_scan_rows_kernel(rng, rows, k):
+    """Short rows (a warp each, a partial last block) and long rows (a block each)
+    against the numpy backend, with zeros, specials, subnormals and huge values."""
+    import cupy
+    from ozaki.backends import cupy_backend, numpy_backend
+    x = inputs.sprinkle_specials(rng, inputs.wide(rng, (rows, k), 500), 0.02)
+    x[0, : max(1, k // 3)] = 2.0 ** -1070
+    for ceil_bits, hat, sumsq in ((0, False, False), (6, True, False), (15, False, True), (5, True, True)):
+        cpu = numpy_backend.scan_rows(x, ceil_bits, hat, sumsq)
+        gpu = cupy_backend.scan_rows(cupy.asarray(x), ceil_bits, hat, sumsq)
+        for c, g in zip(cpu, gpu):
+            if c is None:
+                assert g is None
+            else:
+                g = cupy.asnumpy(g)[..., :k] if g.ndim == 2 else cupy.asnumpy(g)
+                assert np.array_equal(c, g)

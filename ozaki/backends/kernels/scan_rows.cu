@@ -1,5 +1,5 @@
 // One pass over each row of X (rows x k, row-major): the row maximum, flags,
-// and the integer ceilings the scaling plans use.  One block per row.
+// and the integer ceilings the scaling plans use.
 //
 // The same arithmetic as ozaki/backends/numpy_backend.py (scan_rows):
 //   amax[r]   max |x| over the finite entries of the row
@@ -10,22 +10,55 @@
 //   WRITE_HAT   hat[r, j] = c as int8 (CEIL_BITS = 6), zero-padded to kpad
 //   SUM_SQUARES sumsq[r] = sum c**2 in int64: exact, so order-free
 // Everything is an integer or a maximum: the result does not depend on the
-// order of the reduction, so it matches numpy bit for bit.
+// order of the reduction, so it matches numpy bit for bit.  A row is a block
+// of 256 threads, or a warp when rows are short (ROW_THREADS 32).
 
 #define THREADS 256
+// Threads per row: 256, or 32 for short rows (a warp a row, 8 rows a block).
+#ifndef ROW_THREADS
+#define ROW_THREADS 256
+#endif
+#define ROWS_PER_BLOCK (THREADS / ROW_THREADS)
 
-extern "C" __global__ void scan_rows(const double* __restrict__ x, long long k, long long kpad,
+// The reductions over one row's threads: warp shuffles when a row is a warp,
+// else a shared-memory tree over the block (one row a block).
+template <typename T, typename Op>
+__device__ __forceinline__ T row_reduce(T v, T* scratch, Op op) {
+#if ROW_THREADS == 32
+    for (int s = 16; s > 0; s >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, s));
+    return v;
+#else
+    scratch[threadIdx.x] = v;
+    __syncthreads();
+    for (int s = THREADS / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) scratch[threadIdx.x] = op(scratch[threadIdx.x], scratch[threadIdx.x + s]);
+        __syncthreads();
+    }
+    v = scratch[0];
+    __syncthreads();
+    return v;
+#endif
+}
+
+struct MaxOp { __device__ double operator()(double a, double b) const { return fmax(a, b); } };
+struct OrOp { __device__ int operator()(int a, int b) const { return a | b; } };
+struct SumOp { __device__ long long operator()(long long a, long long b) const { return a + b; } };
+
+extern "C" __global__ void scan_rows(const double* __restrict__ x, long long rows, long long k, long long kpad,
                                      double* __restrict__ amax, signed char* __restrict__ flags,
                                      long long* __restrict__ e_out, signed char* __restrict__ hat,
                                      long long* __restrict__ sumsq) {
     __shared__ double smax[THREADS];
     __shared__ int sflag[THREADS];
     __shared__ long long ssum[THREADS];
-    long long r = blockIdx.x;
-    const double* row = x + r * k;
+    const int lane = threadIdx.x % ROW_THREADS;
+    long long r = (long long)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / ROW_THREADS;
+    const bool active = r < rows;          // a partial last block: the idle rows still reduce
+    const double* row = x + (active ? r : 0) * k;
+    const long long kk = active ? k : 0;
     double m = 0.0;
     int f = 0;
-    for (long long j = threadIdx.x; j < k; j += THREADS) {
+    for (long long j = lane; j < kk; j += ROW_THREADS) {
         double v = row[j];
         if (!isfinite(v)) f |= 1;
         else {
@@ -33,26 +66,18 @@ extern "C" __global__ void scan_rows(const double* __restrict__ x, long long k, 
             m = fmax(m, fabs(v));
         }
     }
-    smax[threadIdx.x] = m;
-    sflag[threadIdx.x] = f;
-    __syncthreads();
-    for (int s = THREADS / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) {
-            smax[threadIdx.x] = fmax(smax[threadIdx.x], smax[threadIdx.x + s]);
-            sflag[threadIdx.x] |= sflag[threadIdx.x + s];
-        }
-        __syncthreads();
-    }
-    m = smax[0];
-    if (threadIdx.x == 0) { amax[r] = m; flags[r] = (signed char)sflag[0]; }
+    m = row_reduce(m, smax, MaxOp());
+    f = row_reduce(f, sflag, OrOp());
+    if (active && lane == 0) { amax[r] = m; flags[r] = (signed char)f; }
 #if CEIL_BITS > 0
     int fe;
     frexp(m, &fe);
     if (m == 0.0) fe = 0;
     int e = CEIL_BITS - fe;
-    if (threadIdx.x == 0) e_out[r] = e;
+    if (active && lane == 0) e_out[r] = e;
     long long acc = 0;
-    for (long long j = threadIdx.x; j < kpad; j += THREADS) {
+    const long long kp = active ? kpad : 0;
+    for (long long j = lane; j < kp; j += ROW_THREADS) {
         double v = j < k ? row[j] : 0.0;
         double c = 0.0;
         if (isfinite(v) && v != 0.0) c = fmax(ceil(ldexp(fabs(v), e)), 1.0);
@@ -65,13 +90,9 @@ extern "C" __global__ void scan_rows(const double* __restrict__ x, long long k, 
 #endif
     }
 #ifdef SUM_SQUARES
-    ssum[threadIdx.x] = acc;
-    __syncthreads();
-    for (int s = THREADS / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) ssum[threadIdx.x] += ssum[threadIdx.x + s];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) sumsq[r] = ssum[0];
+    acc = row_reduce(acc, ssum, SumOp());
+    if (active && lane == 0) sumsq[r] = acc;
 #endif
 #endif
+    (void)smax; (void)sflag; (void)ssum;
 }
