@@ -24,7 +24,7 @@ stage() {   # stage NAME SECONDS CMD...: run with a time limit, log to $W/NAME.t
 nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit,clocks.max.sm --format=csv,noheader > "$W/device.txt"
 modes="accurate accurate:15 accurate:14 fast fast:15 exact"
 if [ "$profile" = fused ]; then
-    stage gpu_fused 150 python3 -m pytest -q -x -m gpu tests/backends/test_fused.py -p no:cacheprovider
+    stage gpu_fused 150 python3 -m pytest -q -x -m gpu tests/backends/test_fused.py tests/backends/test_cupy_backend.py::test_scan_rows_kernel -p no:cacheprovider
     stage crossover 240 python3 -m bench.crossover --sweep --profile --out "$W/crossover.json"
 elif [ "$profile" = quick ]; then
     stage gpu_tests 170 python3 -m pytest -q --maxfail=5 -m gpu tests -p no:cacheprovider
