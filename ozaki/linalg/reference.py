@@ -8,9 +8,10 @@ as Python Fractions, from one of:
   n = 32, ~1 s at n = 64 in pure Python);
 * ``solve_refined``: Wilkinson's refinement with residuals computed exactly in
   Python integers and corrections from LAPACK, x* as the exact sum of the
-  float64 corrections; stops when the exact residual certifies a relative
-  error below 1e-30 (||A^-1||_inf from numpy's inverse times the residual)
-  and otherwise falls back to Bareiss.  Fast for n up to a few hundred;
+  float64 corrections; stops when the exact residual certifies every entry to
+  a relative 1e-30 (||A^-1||_inf from numpy's inverse times ||r||_inf, against
+  the smallest |x_i|) and otherwise falls back to Bareiss.  Fast for n up to a
+  few hundred, as long as no entry of x* is zero;
 * ``solve_mpmath``: mpmath's LU at ``dps`` digits (mpf results), the
   cross-check of the other two.
 
@@ -121,12 +122,14 @@ def solve_refined(a, b, max_iter=40):
         r = [[(bi[i][c] << (eb - e)) - (sum(p * xi[j][c] for j, p in enumerate(ai[i]) if p) << (ea + ex - e))
               for c in range(k)] for i in range(n)]
         rmax = max(abs(v) for row in r for v in row)
-        xmax = max(abs(v) for row in xi for v in row)
         if rmax == 0:
             break
-        # ||x* - x|| <= ||A^-1|| ||r||; inv_norm is numpy's, good to cond * eps relative, a
-        # factor 2 of slack covers that for the matrices this is used on (cond < 1e15)
-        if xmax and 2 * inv_norm * _f(rmax, e) <= CERTIFY * _f(xmax, ex):
+        # |x*_i - x_i| <= ||A^-1||_inf ||r||_inf for every i: certified when that is below CERTIFY |x_i|
+        # for the smallest |x_i| (componentwise, so tiny entries are right too; an x_i that is 0 with
+        # r != 0 never certifies: Bareiss decides).  inv_norm is numpy's, good to cond * eps relative;
+        # a factor 2 of slack covers that for the matrices this is used on (cond < 1e15).
+        xmin = min(abs(v) for row in xi for v in row)
+        if xmin and 2 * inv_norm * _f(rmax, e) <= CERTIFY * _f(xmin, ex):
             break
         rf = np.array([[_f(v, e) for v in row] for row in r])
         terms.append(scipy.linalg.lu_solve(lu, rf))

@@ -34,7 +34,8 @@ def test_rcond_matches_lapack_gecon(rng, cond):
     lu, _ = scipy.linalg.lu_factor(a)
     lapack = scipy.linalg.lapack.dgecon(lu, np.abs(a).sum(axis=0).max())[0]
     true = 1 / (np.abs(a).sum(axis=0).max() * np.abs(np.linalg.inv(a)).sum(axis=0).max())
-    assert ours >= true * (1 - 1e-6) and ours <= 3 * true          # a lower bound of the norm: rcond >= true
+    slack = min(0.1, 1e3 * cond * np.finfo(float).eps)          # numpy's inverse is good to ~cond * eps
+    assert ours >= true * (1 - slack) and ours <= 3 * true      # a lower bound of the norm: rcond >= true
     assert ours == pytest.approx(lapack, rel=2.0)
 
 
@@ -43,7 +44,7 @@ def test_skeel_numbers_against_explicit_inverse(rng):
     f = LUFactor.factor(NS, a, 6)
     ainv = np.linalg.inv(a)
     skeel = np.abs(np.abs(ainv) @ np.abs(a)).sum(axis=1).max()
-    assert 1 / skeel <= condest.skeel_rcond(NS, a, f) <= 3 / skeel
+    assert 1 / skeel <= condest.skeel_rcond(NS, a, f) * (1 + 1e-9) <= 3 / skeel
     x = rng.standard_normal(20)
     comp = ((np.abs(ainv) @ (np.abs(a) @ np.abs(x))) / np.abs(x)).max()
     assert 1 / comp <= condest.skeel_rcond(NS, a, f, x) * (1 + 1e-9) <= 3 / comp
