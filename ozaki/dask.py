@@ -51,7 +51,6 @@ the slice pairs in exact mode).
 
 import functools
 
-import dask
 import dask.array as da
 import numpy as np
 
@@ -227,6 +226,21 @@ def _exact_sizes(span_a, span_b, k, num_moduli):
     return (w, m, ta, tb, False)
 
 
+def _exact_sizes_block(spans, k, num_moduli):
+    """The exact mode's sizes as a block: int64 (5,) on the host, from the (2,) spans."""
+    sizes = _exact_sizes(int(spans[0]), int(spans[1]), k, num_moduli)
+    return np.array([w or 0 for w in sizes], dtype=np.int64)
+
+
+def _sizes(sizes):
+    """(width, moduli, slices_a, slices_b, nearest) from a tuple or the exact mode's block
+    (which blockwise hands over as a list, its axis being contracted)."""
+    if isinstance(sizes, tuple):
+        return sizes
+    w, m, ta, tb, nearest = (int(v) for v in _only(sizes))
+    return (w or None, m, ta, tb, bool(nearest))
+
+
 def _found(xp, flags_a, flags_b):
     """scheme._flags_found over these rows and columns: bit 0 NaN/inf, bit 1 zeros.
     The fix-ups change only entries whose row or column holds such values, so
@@ -312,7 +326,7 @@ def _block_products(a, b, beta_a, beta_b, flags_a, flags_b, sizes, substrate, dt
     product mod each p_i, then one plane of IEEE bits per output part."""
     be = backend_for(a)
     xp = be.xp
-    width, mods, slices_a, slices_b, nearest = sizes
+    width, mods, slices_a, slices_b, nearest = _sizes(sizes)
     nout = 2 if a.dtype.kind == "c" else 1
     rows, cols = a.shape[0], b.shape[1]
     groups = slices_a * slices_b * (3 if nout == 2 else 1)
@@ -365,7 +379,7 @@ def _block_epilogue(S, beta_a, beta_b, flags_a, flags_b, sizes, complex_):
     S = _only(S)
     be = backend_for(S)
     xp = be.xp
-    width, mods, slices_a, slices_b, _ = sizes
+    width, mods, slices_a, slices_b, _ = _sizes(sizes)
     rows, cols = S.shape[1:]
     dtype = xp.complex128 if complex_ else xp.float64
     if rows == 0 or cols == 0:
@@ -427,8 +441,8 @@ def _per_row(fn, stats, *args, dtype=np.int64):
 
 def _plan(a, b, mode, num_moduli):
     """The dask pieces of the plan: beta_a (m,), beta_b (n,), flags_a, flags_b, and
-    sizes = (width, moduli, slices_a, slices_b, nearest): a tuple, or a Delayed in
-    exact mode (the sizes depend on the data)."""
+    sizes = (width, moduli, slices_a, slices_b, nearest): a tuple, or in exact mode
+    (where they depend on the data) a dask array of those 5 integers, one chunk."""
     parts = 2 if a.dtype.kind == "c" else 1
     k = a.shape[1]
     exact = mode == "exact"
@@ -437,9 +451,9 @@ def _plan(a, b, mode, num_moduli):
     flags_b = _per_row(_flags_block, sb, dtype=np.int8)
     if exact:
         beta_a, beta_b = _per_row(_exact_bits_block, sa, "lsb"), _per_row(_exact_bits_block, sb, "lsb")
-        span_a = _per_row(_exact_bits_block, sa, "span").max()
-        span_b = _per_row(_exact_bits_block, sb, "span").max()
-        sizes = dask.delayed(_exact_sizes, pure=True)(span_a, span_b, parts * k, num_moduli)
+        spans = da.stack([_per_row(_exact_bits_block, x, "span").max() for x in (sa, sb)]).rechunk(2)
+        sizes = spans.map_blocks(_exact_sizes_block, parts * k, num_moduli, chunks=(5,), dtype=np.int64,
+                                 meta=np.empty((0,), dtype=np.int64))
         return beta_a, beta_b, flags_a, flags_b, sizes
     # The scheme counts a complex row's joined width, parts * k, for the default.
     m = scheme.default_num_moduli(mode, parts * k) if num_moduli is None else num_moduli
@@ -481,18 +495,20 @@ def _matmul2d(a, b, mode, num_moduli, substrate):
     nout = 2 if complex_ else 1
     if isinstance(sizes, tuple):
         planes = sizes[2] * sizes[3] * (3 if complex_ else 1) * sizes[1] + nout
+        size_arg = (sizes, None)
     else:
         planes = np.nan                               # exact mode: known when computed
+        size_arg = (sizes, "z")                       # its one block to every task
     pdtype = np.int16 if a.numblocks[1] <= _INT16_CHUNKS else np.int32
     P = da.blockwise(_block_products, "cpij", a, "ic", b, "cj", beta_a, "i", beta_b, "j",
-                     flags_a, "i", flags_b, "j", sizes, None, substrate, None, pdtype, None,
+                     flags_a, "i", flags_b, "j", *size_arg, substrate, None, pdtype, None,
                      new_axes={"p": planes}, adjust_chunks={"c": 1}, dtype=pdtype,
                      meta=_meta(a, 4, pdtype))
     add = functools.partial(_add_partials, nout=nout)
     S = da.reduction(P, _keep, add, combine=add, axis=0, dtype=pdtype, concatenate=False,
                      meta=_meta(a, 3, pdtype))
     return da.blockwise(_block_epilogue, "ij", S, "pij", beta_a, "i", beta_b, "j", flags_a, "i",
-                        flags_b, "j", sizes, None, complex_, None, concatenate=False, dtype=dtype,
+                        flags_b, "j", *size_arg, complex_, None, concatenate=False, dtype=dtype,
                         meta=_meta(a, 2, dtype))
 
 
