@@ -30,6 +30,7 @@ CASES = [
     ("square", 1, 2048, 2048, 2048, False),
     ("square", 1, 4096, 4096, 4096, False),
     ("square", 1, 8192, 8192, 8192, False),
+    ("square", 1, 16384, 16384, 16384, False),
     ("skinny-k", 1, 16384, 256, 16384, False),
     ("skinny-k", 1, 8192, 1024, 8192, False),
     ("skinny-n", 1, 16384, 16384, 64, False),
@@ -67,7 +68,7 @@ def kernel_alone(dA, dB, repeats):
     rb = [[be.residues(Bt, plan.beta_b, None, plan.num_moduli, plan.nearest)]]
     t, _ = common.time_gpu(lambda: be.fused_product(ra, rb, [0], plan.num_moduli, plan.beta_a, plan.beta_b, batch),
                            warmup=2, repeats=repeats)
-    bm, bn = be._fused_tile(plan.num_moduli)[:2]
+    bm, bn = be._fused_tile(plan.num_moduli, k)[:2]
     kp = ra[0][0].shape[-1]
     reads = plan.num_moduli * kp * (batch * m * -(-n // bn) + batch * n * -(-m // bm))
     outputs = batch * m * n
@@ -85,7 +86,9 @@ SWEEP_CASES = [("stack", 4096, 64, 64, 64, False), ("stack", 256, 256, 256, 256,
 
 
 def sweep(repeats):
-    """The fused kernel alone under each candidate tile, on a few shapes: (tile, case, ms, TOPS)."""
+    """The fused kernel alone under each candidate tile, on a few shapes: the rows
+    (tile, case, ms, TOPS) and the best tile for short and for long inner dimensions
+    (the least geometric mean of time over each class's cases, relative to the fastest)."""
     import cupy
     from ozaki.backends import cupy_backend as be
     saved = be.FUSED_TILES
@@ -96,8 +99,8 @@ def sweep(repeats):
             A, B = _inputs(rng, batch, m, k, n, complex_)
             dA, dB = cupy.asarray(A), cupy.asarray(B)
             for tile in SWEEP_TILES:
-                be.FUSED_TILES = (tile,) + saved
-                if be._fused_tile(16) != tile:
+                be.FUSED_TILES = {key: (tile,) + saved[key] for key in saved}
+                if be._fused_tile(16, k) != tile:
                     continue
                 t, tops, _ = kernel_alone(dA, dB, repeats)
                 rows.append({"tile": list(tile), "case": label, "batch": batch, "m": m, "k": k, "n": n,
@@ -107,7 +110,19 @@ def sweep(repeats):
             cupy.get_default_memory_pool().free_all_blocks()
     finally:
         be.FUSED_TILES = saved
-    return rows
+    best = {}
+    for key, short in (("short", True), ("long", False)):
+        cases = {(r["batch"], r["m"], r["k"], r["n"]) for r in rows if (r["k"] <= be.SHORT_K) == short}
+        fastest = {c: min(r["kernel_ms"] for r in rows if (r["batch"], r["m"], r["k"], r["n"]) == c) for c in cases}
+        score = {}
+        for r in rows:
+            c = (r["batch"], r["m"], r["k"], r["n"])
+            if c in cases:
+                score.setdefault(tuple(r["tile"]), []).append(np.log(r["kernel_ms"] / fastest[c]))
+        complete = {t: v for t, v in score.items() if len(v) == len(cases)}
+        best[key] = min(complete, key=lambda t: np.mean(complete[t])) if complete else None
+    print("best tiles:", best, flush=True)
+    return rows, best
 
 
 def overhead(calls=40):
@@ -179,12 +194,19 @@ def main(argv=None):
     ap.add_argument("--cases", nargs="*", default=None, help="labels of CASES to run (default: all)")
     ap.add_argument("--sweep", action="store_true", help="time the kernel alone under SWEEP_TILES first")
     ap.add_argument("--profile", action="store_true", help="profile small products' host time last")
+    ap.add_argument("--tiles-out", help="with --sweep: write the best tiles as OZAKI_FUSED_TILES's value here")
     ap.add_argument("--out", default="bench/results/crossover.json")
     a = ap.parse_args(argv)
     cases = [c for c in CASES if a.cases is None or c[0] in a.cases]
-    tiles = sweep(a.repeats) if a.sweep else []
+    tiles, best = sweep(a.repeats) if a.sweep else ([], {})
+    if best.get("short") and best.get("long"):          # the cases under the tiles the sweep chose
+        from ozaki.backends import cupy_backend as be
+        be.FUSED_TILES = {key: (best[key],) + be.FUSED_TILES[key] for key in be.FUSED_TILES}
+    if a.tiles_out and best.get("short") and best.get("long"):
+        with open(a.tiles_out, "w") as f:
+            f.write(";".join(",".join(str(v) for v in best[key]) for key in ("short", "long")))
     rows = run(cases, a.repeats)
-    common.write_json(a.out, {"meta": common.meta(), "tiles": tiles, "rows": rows})
+    common.write_json(a.out, {"meta": common.meta(), "tiles": tiles, "best_tiles": best, "rows": rows})
     if a.profile:
         overhead()
 

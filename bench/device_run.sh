@@ -9,23 +9,34 @@
 #   last   epilogue kernel tests, a cProfile of fftn 256^3, FFT 2^24 and 512^3 (one run each)
 #   check  GPU tests, FFT 2^16, 2^20, 256^3, ZGEMM 4096 and 8192
 #   final  GPU tests, fp8 exactness, steps, GEMM 1024..16384, ZGEMM, fp8 vs int8, FFT up to 2^24, 512^3
-#   fused  the fused kernel's tests, its tile sweep, the fused/cuBLAS crossover table, host profile  (about 5 min)
+#   fused  tile sweep, fused/cuBLAS crossover table and host profile, all GPU tests under the chosen
+#          tiles, linalg, dask and FFT benchmarks  (under 9 min; wheels for dask in .whl)
 set -u
 OUT=${OUT:-bench/results/out}
 W=$(mktemp -d)
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
+# Wheels the GPU machine lacks (dask and friends; it has no internet), carried in .whl/
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        && export PYTHONPATH=$PWD:/tmp/site
+fi
 profile=${1:-full}
 stage() {   # stage NAME SECONDS CMD...: run with a time limit, log to $W/NAME.txt
     local name=$1 limit=$2; shift 2
     local t0=$(date +%s)
     timeout "$limit" "$@" > "$W/$name.txt" 2>&1
     echo "$name: rc=$? $(( $(date +%s) - t0 )) s" >> "$W/stages.txt"
+    tar czf "$OUT/results.tgz" -C "$W" .        # what finished comes back even if a later stage is cut
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit,clocks.max.sm --format=csv,noheader > "$W/device.txt"
 modes="accurate accurate:15 accurate:14 fast fast:15 exact"
-if [ "$profile" = fused ]; then
-    stage gpu_fused 150 python3 -m pytest -q -x -m gpu tests/backends/test_fused.py tests/backends/test_cupy_backend.py::test_scan_rows_kernel -p no:cacheprovider
-    stage crossover 240 python3 -m bench.crossover --sweep --profile --out "$W/crossover.json"
+if [ "$profile" = fused ]; then      # one call: tiles swept and chosen, then everything under them
+    stage crossover 160 python3 -m bench.crossover --sweep --profile --tiles-out "$W/tiles.txt" --out "$W/crossover.json"
+    [ -s "$W/tiles.txt" ] && export OZAKI_FUSED_TILES=$(cat "$W/tiles.txt")
+    stage gpu_tests 180 python3 -m pytest -q --maxfail=10 -m gpu tests -p no:cacheprovider --junitxml="$W/gpu_tests.xml"
+    stage linalg 80 python3 -m bench.linalg --sizes 8192 16384 --out "$W/linalg.json"
+    stage dask 60 python3 -m bench.dask_gemm --sizes 32768 --out "$W/dask.json"
+    stage fft 40 python3 -m bench.fft --cubes 128 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
 elif [ "$profile" = quick ]; then
     stage gpu_tests 170 python3 -m pytest -q --maxfail=5 -m gpu tests -p no:cacheprovider
     stage steps 60 python3 -m bench.steps --sizes 8192 16384 --probes --out "$W/steps.json"
@@ -91,7 +102,8 @@ tar czf "$OUT/results.tgz" -C "$W" .
 {
 echo "== stages =="; cat "$W/stages.txt"
 echo "== GPU tests =="; for f in "$W"/gpu_*.txt; do echo "$(basename $f):"; grep -E "passed|failed|Error|assert" "$f" | tail -12; done
-[ -f "$W/crossover.txt" ] && { echo "== fused vs cuBLAS path =="; grep -v -E "^ |^$|ncalls|Ordered|function calls" "$W/crossover.txt"; }
+[ -f "$W/crossover.txt" ] && { echo "== fused vs cuBLAS path =="; grep -E "^(stack|square|skinny|complex|best)" "$W/crossover.txt"; }
+for f in linalg dask; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -15 "$W/$f.txt"; }; done
 echo "== time split =="; cat "$W/steps.txt"
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }

@@ -390,11 +390,29 @@ def epilogue(products, shifts, m, beta_a, beta_b):
 #
 # Tiles (BM, BN, WARPS_M, WARPS_N, BK, STAGES): BM x BN outputs per block on
 # WARPS_M x WARPS_N warps, a cp.async pipeline of STAGES stages of BK inner
-# bytes; the first of FUSED_TILES whose shared memory fits is used.  Shared
-# memory holds the pipeline (STAGES stages of BM + BN rows of BK + 16 bytes)
-# and one int8 residue tile per (slice pair, modulus, output part), so the
-# smaller tile takes the moduli and slice pairs of exact mode's wide rows.
-FUSED_TILES = ((64, 64, 2, 2, 64, 3), (32, 32, 2, 2, 64, 3))
+# bytes.  Shared memory holds the pipeline (STAGES stages of BM + BN rows of
+# BK + 16 bytes) and one int8 residue tile per (slice pair, modulus, output
+# part); the first tile of the list whose shared memory fits is used, so the
+# last, small one takes the moduli and slice pairs of exact mode's wide rows.
+# Inner dimensions up to SHORT_K (stacks of small matrices, FFT stages) are
+# latency-bound and take their own list.  Chosen by the sweep of
+# bench/crossover.py on the H200; OZAKI_FUSED_TILES="short;long" (each
+# "BM,BN,WARPS_M,WARPS_N,BK,STAGES") overrides the first tile of each list,
+# for that sweep.
+SHORT_K = 256
+FUSED_TILES = {"short": ((64, 64, 2, 2, 64, 3), (32, 32, 2, 2, 64, 3)),
+               "long": ((64, 64, 2, 2, 64, 3), (32, 32, 2, 2, 64, 3))}
+
+
+def _tiles_from_env(tiles):
+    spec = os.environ.get("OZAKI_FUSED_TILES")
+    if not spec:
+        return tiles
+    short, long = (tuple(int(v) for v in part.split(",")) for part in spec.split(";"))
+    return {"short": (short,) + tiles["short"], "long": (long,) + tiles["long"]}
+
+
+FUSED_TILES = _tiles_from_env(FUSED_TILES)
 SHARED_MAX = 227 * 1024
 # Inner dimensions whose int32 accumulators cannot overflow: |r| <= 128, so a
 # real product stays below k 2**14 < 2**31; a complex one accumulates
@@ -408,25 +426,28 @@ def _fused_shared(tile, residue_tiles):
     return stages * (bm + bn) * (bk + 16) + residue_tiles * bm * (bn + 4)
 
 
-def _fused_tile(residue_tiles):
-    """The first tile whose shared memory holds ``residue_tiles`` residue tiles, or None."""
-    return next((t for t in FUSED_TILES if _fused_shared(t, residue_tiles) <= SHARED_MAX), None)
+def _fused_tile(residue_tiles, k=SHORT_K):
+    """The first tile (for inner dimension k) whose shared memory holds ``residue_tiles``
+    residue tiles, or None."""
+    tiles = FUSED_TILES["short" if k <= SHORT_K else "long"]
+    return next((t for t in tiles if _fused_shared(t, residue_tiles) <= SHARED_MAX), None)
 
 
 def fused_fits(num_moduli, parts, npairs, k):
     """Whether one fused launch can take this product (shared memory, int32 range)."""
     nout = 2 if parts == 3 else 1
-    return k <= FUSED_K_MAX[parts] and _fused_tile(npairs * num_moduli * nout) is not None
+    return k <= FUSED_K_MAX[parts] and _fused_tile(npairs * num_moduli * nout, k) is not None
 
 
 # The path "auto" takes, from the crossover measured on the H200 by
 # bench/crossover.py (bench/results/, bench/RESULTS.md): the fused kernel wins
-# while the products' int32 round trip through memory and the launches cost
-# more than its lower tensor-core rate.  A product goes fused when its inner
-# dimension is at most FUSED_AUTO_K, or when its work (batch m n k) is at most
-# FUSED_AUTO_WORK.
-FUSED_AUTO_K = 1024
-FUSED_AUTO_WORK = 1 << 33
+# while the products' int32 round trip through memory and the per-modulus
+# launches cost more than its lower tensor-core rate, i.e. for small products
+# and stacks of them.  Measured at 9f2b4c1-era code (2026-12-03): fused won
+# every stack up to 64 x 512^3 (2**33 of work), n <= 1024 and complex n = 1024;
+# cuBLAS won 16 x 1024^3, n >= 2048 and the skinny 16384^2 x 256.
+FUSED_AUTO_WORK = 1 << 33               # batch m n k
+FUSED_AUTO_MATRIX_WORK = 1 << 30        # m n k of one matrix
 
 
 def choose_path(path, m, n, k, batch, num_moduli, parts=1, npairs=1):
@@ -435,7 +456,8 @@ def choose_path(path, m, n, k, batch, num_moduli, parts=1, npairs=1):
         return "cublas"
     if path == "fused":
         return "fused"
-    return "fused" if k <= FUSED_AUTO_K or batch * m * n * k <= FUSED_AUTO_WORK else "cublas"
+    work = m * n * k
+    return "fused" if work <= FUSED_AUTO_MATRIX_WORK and batch * work <= FUSED_AUTO_WORK else "cublas"
 
 
 def _operands(stacks):
@@ -448,7 +470,7 @@ def _operands(stacks):
 
 def _fused_launch(defines, tables, a_stacks, b_stacks, slices_b, m, n, batch, a_gstride, b_gstride,
                   residue_tiles, tail):
-    tile = _fused_tile(residue_tiles)
+    tile = _fused_tile(residue_tiles, a_stacks[0].shape[-1])
     bm, bn, wm, wn, bk, stages = tile
     shared = _fused_shared(tile, residue_tiles)
     kp = a_stacks[0].shape[-1]

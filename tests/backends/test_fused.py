@@ -62,7 +62,7 @@ def test_exact_slices_run_fused(rng):
     """A product whose exact plan has several slice pairs and still fits one fused launch."""
     from ozaki.backends import cupy_backend
     A, B = inputs.wide(rng, (20, 48), 70), inputs.wide(rng, (48, 24), 70)      # 2 x 2 slices, 36 moduli
-    assert cupy_backend._fused_tile(4 * 36) == cupy_backend.FUSED_TILES[-1]
+    assert cupy_backend._fused_tile(4 * 36) == cupy_backend.FUSED_TILES["short"][-1]
     plan = scheme.make_plan(np, A, np.ascontiguousarray(B.T), "exact", None, ozaki.backend_for(A))
     assert plan.slices_a * plan.slices_b > 1
     assert cupy_backend.choose_path("fused", 20, 24, 48, 1, plan.num_moduli, 1,
@@ -150,8 +150,9 @@ def test_auto_path_table():
     assert cupy_backend.choose_path("cublas", 64, 64, 64, 4096, 16) == "cublas"
     assert cupy_backend.choose_path("fused", 8, 8, 10 ** 6, 1, 16) == "cublas"     # int32 range
     assert cupy_backend.choose_path("fused", 8, 8, 64, 1, 49, 3, 4) == "cublas"    # shared memory
-    assert cupy_backend._fused_tile(16) == cupy_backend.FUSED_TILES[0]
-    assert cupy_backend._fused_tile(144) == cupy_backend.FUSED_TILES[1]
+    for key, k in (("short", 64), ("long", 4096)):
+        assert cupy_backend._fused_tile(16, k) == cupy_backend.FUSED_TILES[key][0]
+        assert cupy_backend._fused_tile(144, k) == cupy_backend.FUSED_TILES[key][-1]
 
 
 def test_fused_runs_on_the_current_stream(rng):
