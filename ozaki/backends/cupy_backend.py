@@ -443,7 +443,7 @@ def fused_fits(num_moduli, parts, npairs, k):
 # bench/crossover.py (bench/results/, bench/RESULTS.md): the fused kernel wins
 # while the products' int32 round trip through memory and the per-modulus
 # launches cost more than its lower tensor-core rate, i.e. for small products
-# and stacks of them.  Measured at 9f2b4c1-era code (2026-12-03): fused won
+# and stacks of them.  Measured at 042f961 (2026-12-03): fused won
 # every stack up to 64 x 512^3 (2**33 of work), n <= 1024 and complex n = 1024;
 # cuBLAS won 16 x 1024^3, n >= 2048 and the skinny 16384^2 x 256.
 FUSED_AUTO_WORK = 1 << 33               # batch m n k
