@@ -1,0 +1,338 @@
+"""numpy.fft's functions and scipy.fft's backend on the exact transforms (stages.py).
+
+Signatures, argument rules, dtypes, ``out`` checks and error messages follow
+numpy 2's numpy.fft (and, through ``__ua_function__``, scipy.fft's), with two
+keyword-only additions: ``mode`` and ``num_moduli``, passed to the products.
+float32/float16/complex64 inputs give complex64 (or float32) results as numpy
+2 does: computed in float64 (the inputs convert exactly), then rounded to
+single precision (a second rounding: the result is not always the correctly
+rounded single-precision transform, but within one single-precision rounding
+of it).  Integer and bool inputs convert to float64 first, as numpy's do.
+Extended precision (longdouble) raises TypeError: it does not fit float64.
+"""
+
+import warnings
+
+import numpy as np
+
+from . import specials, stages
+
+try:                                     # numpy >= 2
+    from numpy.lib.array_utils import normalize_axis_index
+except ImportError:                      # numpy 1.x
+    from numpy.core.multiarray import normalize_axis_index
+
+
+def _xp(a):
+    return stages.xp_of(a)
+
+
+def _asarray(a):
+    xp = _xp(a)
+    return xp.asarray(a)
+
+
+def _opts(mode, num_moduli):
+    return {"mode": mode, "num_moduli": num_moduli}
+
+
+# ------------------------------------------------------------ dtypes --
+
+def _input(a, real_only=False):
+    """(array as float64 or complex128, single): single when numpy 2 would return single
+    precision (float16, float32, complex64 inputs)."""
+    a = _asarray(a)
+    kind, size = a.dtype.kind, a.dtype.itemsize
+    if kind not in "biufc":
+        raise TypeError(f"ozaki.fft: unsupported dtype {a.dtype}")
+    if (kind == "f" and size > 8) or (kind == "c" and size > 16):
+        raise TypeError(f"ozaki.fft: dtype {a.dtype} does not fit float64/complex128 exactly "
+                        "(extended precision is not supported)")
+    if real_only and kind == "c":
+        raise TypeError("ozaki.fft: input must be real (rfft and ihfft take real data)")
+    single = (kind == "f" and size <= 4) or (kind == "c" and size <= 8)
+    if kind == "c":
+        return a.astype(np.complex128, copy=False), single
+    return a.astype(np.float64, copy=False), single
+
+
+def _div(norm, n, forward):
+    """The scale of the transform as twiddles' ``div``: 1, n (times 1/n) or -n (1/sqrt(n))."""
+    if norm is None or norm == "backward":
+        return 1 if forward else n
+    if norm == "ortho":
+        return -n
+    if norm == "forward":
+        return n if forward else 1
+    raise ValueError(f'Invalid norm value {norm}; should be "backward", "ortho" or "forward".')
+
+
+_SWAP = {"backward": "forward", None: "forward", "ortho": "ortho", "forward": "backward"}
+
+
+def _swap_direction(norm):
+    try:
+        return _SWAP[norm]
+    except KeyError:
+        raise ValueError(f'Invalid norm value {norm}; should be "backward", "ortho" or "forward".') from None
+
+
+# ------------------------------------------------------------ out= --
+
+def _check_out(out, a, axis, n_out, name, result_dtype):
+    """numpy's checks of ``out``: shape along the axis first, then the ufunc's."""
+    shape = getattr(out, "shape", None)
+    if shape is not None and (len(shape) != a.ndim or shape[axis] != n_out):
+        raise ValueError("output array has wrong shape.")
+    if type(out) is not type(a) and not (isinstance(out, np.ndarray) and isinstance(a, np.ndarray)):
+        raise TypeError("return arrays must be of ArrayType")
+    if not np.can_cast(result_dtype, out.dtype, casting="same_kind"):
+        raise TypeError(f"Cannot cast ufunc '{name}' output from {np.dtype(result_dtype)!r} to "
+                        f"{out.dtype!r} with casting rule 'same_kind'")
+    want = a.shape[:axis] + (n_out,) + a.shape[axis + 1:]
+    if tuple(shape) != want:
+        raise ValueError(f"output array has wrong shape: {tuple(shape)} where {want} is needed.")
+
+
+def _resize(a, n, axis):
+    """Crop or zero-pad axis to n (numpy.fft's n / s)."""
+    xp = _xp(a)
+    size = a.shape[axis]
+    if n == size:
+        return a
+    if n < size:
+        index = [slice(None)] * a.ndim
+        index[axis] = slice(0, n)
+        return a[tuple(index)]
+    pad = [(0, 0)] * a.ndim
+    pad[axis] = (0, n - size)
+    return xp.pad(a, pad)
+
+
+# ------------------------------------------------------- one axis --
+
+def _raw(a, n, axis, kind, forward, norm, out, opts, name):
+    """numpy's _raw_fft: the 1-D transform of ``kind`` ("c2c", "r2c", "c2r") along axis.
+
+    ``forward`` picks the sign (-1 forward, +1 inverse) and, with ``norm``, the scale.
+    """
+    a, single = _input(a, real_only=(kind == "r2c"))
+    if kind == "c2r" and a.dtype.kind == "f":
+        a = a.astype(np.complex128)
+    if a.ndim == 0:
+        raise ValueError(f"ozaki.fft.{name}: input must have at least one dimension")
+    axis = normalize_axis_index(axis, a.ndim)
+    if n is None:
+        n = a.shape[axis] if kind != "c2r" else 2 * (a.shape[axis] - 1)
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
+    div = _div(norm, n, forward)
+    n_out = n // 2 + 1 if kind == "r2c" else n
+    complex_out = kind != "c2r"
+    result_dtype = (np.complex64 if single else np.complex128) if complex_out else (np.float32 if single else np.float64)
+    if out is not None:
+        _check_out(out, a, axis, n_out, name, result_dtype)
+    y = transform_axis(a, n, axis, kind, -1 if forward else 1, div, opts)
+    if out is None:
+        xp = _xp(a)
+        result = xp.empty_like(a, shape=y.shape, dtype=result_dtype)      # numpy keeps the layout
+        result[...] = y
+        return result
+    out[...] = y
+    return out
+
+
+def transform_axis(a, n, axis, kind, sign, div, opts):
+    """The transform of every 1-D slice of ``a`` (float64 or complex128) along ``axis``
+    (0 <= axis < a.ndim): cropped or padded to n input points (c2r: n // 2 + 1), with
+    numpy's NaN/inf and signed-zero semantics (specials.py).  Returns float64/complex128."""
+    xp = _xp(a)
+    length = n // 2 + 1 if kind == "c2r" else n
+    x = xp.moveaxis(_resize(a, length, axis), axis, -1)
+    lead = x.shape[:-1]
+    x2 = xp.ascontiguousarray(x).reshape(-1, length)
+    x2, fix = specials.prepare(x2, kind, n)
+    y = stages.transform(x2, sign, div, opts, kind, n)
+    y = specials.finish(y, fix, kind, n, sign)
+    return xp.moveaxis(y.reshape(lead + (y.shape[-1],)), -1, axis)
+
+
+# ---------------------------------------------------- numpy.fft 1-D --
+
+def fft(a, n=None, axis=-1, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """One-dimensional discrete Fourier transform, as ``numpy.fft.fft``.
+
+    X_k = sum_n a_n exp(-2 pi i k n / n_points), times the norm's scale.  With the
+    default ``mode="exact"`` every output part is the correctly rounded value of its
+    exact sum with the correctly rounded (hi + lo) roots of unity, up to a relative
+    2**-100 of its terms (see ozaki.fft); ``mode``/``num_moduli`` trade that for speed.
+    """
+    return _raw(a, n, axis, "c2c", True, norm, out, _opts(mode, num_moduli), "fft")
+
+
+def ifft(a, n=None, axis=-1, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """One-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifft``."""
+    return _raw(a, n, axis, "c2c", False, norm, out, _opts(mode, num_moduli), "ifft")
+
+
+def rfft(a, n=None, axis=-1, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """DFT of real input, the n//2 + 1 non-negative frequencies, as ``numpy.fft.rfft``.
+
+    Computed as a real product (a third of a complex transform's work) where the
+    length is direct (see ozaki.fft.algorithm)."""
+    return _raw(a, n, axis, "r2c", True, norm, out, _opts(mode, num_moduli), "rfft")
+
+
+def irfft(a, n=None, axis=-1, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """Inverse of rfft: real output of length n (default 2 (m - 1)), as ``numpy.fft.irfft``.
+
+    The input is read as the non-negative half of a Hermitian spectrum: the
+    imaginary parts of the zero (and, for even n, the Nyquist) bin are ignored.
+    """
+    return _raw(a, n, axis, "c2r", False, norm, out, _opts(mode, num_moduli), "irfft")
+
+
+def hfft(a, n=None, axis=-1, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """FFT of a signal with Hermitian symmetry (a real spectrum), as ``numpy.fft.hfft``:
+    ``irfft(conj(a), n, axis)`` with the norm's direction swapped.  (numpy ignores
+    ``out`` here; it is honoured.)"""
+    a = _asarray(a)
+    if n is None:
+        n = (a.shape[axis] - 1) * 2
+    xp = _xp(a)
+    return irfft(xp.conjugate(a), n, axis, _swap_direction(norm), out, mode=mode, num_moduli=num_moduli)
+
+
+def ihfft(a, n=None, axis=-1, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """Inverse FFT of a signal with Hermitian symmetry, as ``numpy.fft.ihfft``:
+    ``conj(rfft(a, n, axis))`` with the norm's direction swapped."""
+    a = _asarray(a)
+    if n is None:
+        n = a.shape[axis]
+    xp = _xp(a)
+    res = rfft(a, n, axis, _swap_direction(norm), out, mode=mode, num_moduli=num_moduli)
+    return xp.conjugate(res, out=res)
+
+
+# ---------------------------------------------------- numpy.fft n-D --
+
+def _cook_nd_args(a, s=None, axes=None, invreal=False):
+    """numpy 2's rules for s and axes, its DeprecationWarnings included."""
+    if s is None:
+        shapeless = True
+        s = list(a.shape) if axes is None else [a.shape[ax] for ax in axes]
+    else:
+        shapeless = False
+    s = list(s)
+    if axes is None:
+        if not shapeless:
+            warnings.warn("`axes` should not be `None` if `s` is not `None` (Deprecated in NumPy 2.0). "
+                          "In a future version of NumPy, this will raise an error and `s[i]` will "
+                          "correspond to the size along the transformed axis specified by `axes[i]`. "
+                          "To retain current behaviour, pass a sequence [0, ..., k-1] to `axes` for an "
+                          "array of dimension k.", DeprecationWarning, stacklevel=4)
+        axes = list(range(-len(s), 0))
+    if len(s) != len(axes):
+        raise ValueError("Shape and axes have different lengths.")
+    if invreal and shapeless:
+        s[-1] = (a.shape[axes[-1]] - 1) * 2
+    if None in s:
+        warnings.warn("Passing an array containing `None` values to `s` is deprecated in NumPy 2.0 "
+                      "and will raise an error in a future version of NumPy. To use the default "
+                      "behaviour of the corresponding 1-D transform, pass the value matching the "
+                      "default for its `n` parameter. To use the default behaviour for every axis, "
+                      "the `s` argument can be omitted.", DeprecationWarning, stacklevel=4)
+    # the whole input along axis i where s[i] == -1
+    s = [a.shape[ax] if n == -1 else n for n, ax in zip(s, axes)]
+    return s, list(axes)
+
+
+def _raw_nd(a, s, axes, function, norm, out, opts):
+    """numpy's _raw_fftnd: the 1-D transforms along axes[-1], ..., axes[0], in that order
+    (so repeated axes apply as numpy applies them), ``out`` passed to every step."""
+    a = _asarray(a)
+    s, axes = _cook_nd_args(a, s, axes)
+    for ii in reversed(range(len(axes))):
+        a = function(a, n=s[ii], axis=axes[ii], norm=norm, out=out, **opts)
+    return a
+
+
+def fftn(a, s=None, axes=None, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """N-dimensional discrete Fourier transform, as ``numpy.fft.fftn``."""
+    return _raw_nd(a, s, axes, fft, norm, out, _opts(mode, num_moduli))
+
+
+def ifftn(a, s=None, axes=None, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """N-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifftn``."""
+    return _raw_nd(a, s, axes, ifft, norm, out, _opts(mode, num_moduli))
+
+
+def fft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, mode="exact", num_moduli=None):
+    """Two-dimensional discrete Fourier transform, as ``numpy.fft.fft2``."""
+    return _raw_nd(a, s, axes, fft, norm, out, _opts(mode, num_moduli))
+
+
+def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, mode="exact", num_moduli=None):
+    """Two-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifft2``
+    (numpy ignores ``out`` here; it is honoured)."""
+    return _raw_nd(a, s, axes, ifft, norm, out, _opts(mode, num_moduli))
+
+
+def rfftn(a, s=None, axes=None, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """N-dimensional DFT of real input, as ``numpy.fft.rfftn``: rfft along the last of
+    ``axes``, then fft along the others (last to first)."""
+    a = _asarray(a)
+    s, axes = _cook_nd_args(a, s, axes)
+    opts = _opts(mode, num_moduli)
+    a = rfft(a, s[-1], axes[-1], norm, out=out, **opts)
+    for ii in range(len(axes) - 2, -1, -1):
+        a = fft(a, s[ii], axes[ii], norm, out=out, **opts)
+    return a
+
+
+def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, mode="exact", num_moduli=None):
+    """Two-dimensional DFT of real input, as ``numpy.fft.rfft2``."""
+    return rfftn(a, s, axes, norm, out, mode=mode, num_moduli=num_moduli)
+
+
+def irfftn(a, s=None, axes=None, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """Inverse of rfftn, as ``numpy.fft.irfftn``: ifft along axes[0], ..., axes[-2] (in
+    that order), then irfft along the last of ``axes``."""
+    a = _asarray(a)
+    s, axes = _cook_nd_args(a, s, axes, invreal=True)
+    opts = _opts(mode, num_moduli)
+    for ii in range(len(axes) - 1):
+        a = ifft(a, s[ii], axes[ii], norm, **opts)
+    return irfft(a, s[-1], axes[-1], norm, out=out, **opts)
+
+
+def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, mode="exact", num_moduli=None):
+    """Inverse of rfft2, as ``numpy.fft.irfft2`` (numpy ignores ``out`` here; it is honoured)."""
+    return irfftn(a, s, axes, norm, out, mode=mode, num_moduli=num_moduli)
+
+
+# ----------------------------------------- scipy.fft's Hermitian n-D --
+
+def hfftn(x, s=None, axes=None, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """N-D FFT of Hermitian-symmetric input (a real spectrum), as ``scipy.fft.hfftn``:
+    ``irfftn(conj(x), s, axes)`` with the norm's direction swapped."""
+    x = _asarray(x)
+    return irfftn(_xp(x).conjugate(x), s, axes, _swap_direction(norm), out, mode=mode, num_moduli=num_moduli)
+
+
+def ihfftn(x, s=None, axes=None, norm=None, out=None, *, mode="exact", num_moduli=None):
+    """Inverse of hfftn, as ``scipy.fft.ihfftn``: ``conj(rfftn(x, s, axes))`` with the
+    norm's direction swapped."""
+    res = rfftn(x, s, axes, _swap_direction(norm), out, mode=mode, num_moduli=num_moduli)
+    return _xp(res).conjugate(res, out=res)
+
+
+def hfft2(x, s=None, axes=(-2, -1), norm=None, out=None, *, mode="exact", num_moduli=None):
+    """2-D FFT of Hermitian-symmetric input, as ``scipy.fft.hfft2``."""
+    return hfftn(x, s, axes, norm, out, mode=mode, num_moduli=num_moduli)
+
+
+def ihfft2(x, s=None, axes=(-2, -1), norm=None, out=None, *, mode="exact", num_moduli=None):
+    """Inverse of hfft2, as ``scipy.fft.ihfft2``."""
+    return ihfftn(x, s, axes, norm, out, mode=mode, num_moduli=num_moduli)

@@ -1,0 +1,241 @@
+"""The transforms of the rows of 2-D arrays, as products on ozaki.matmul.
+
+Three kinds along the last axis of a (B, L) array, each a sum of exact terms
+x_n w^(kn) / div (w = exp(sign 2 pi i / N)):
+
+    c2c   complex (B, N) -> complex (B, N)
+    r2c   real (B, N) -> complex (B, N // 2 + 1)             (rfft, ihfft)
+    c2r   complex (B, N // 2 + 1) -> real (B, N), reading it as the
+          non-negative half of a Hermitian spectrum           (irfft, hfft)
+
+How each length runs is ``plans.choose``: "direct" is one product with the
+DFT matrix (r2c and c2r as real products: a third of the complex work);
+"six-step" is Bailey's N = N1 N2 (stage 1 one product with the N1-point DFT,
+stage 2 one small product per row k1 with the twiddles and the norm's scale
+folded into its matrix, or for fewer than FOLD_MIN_ROWS transforms one
+product with the N2-point DFT after an error-free twiddle product; longer N2
+recurse with a rounded twiddle product); "bluestein" (bluestein.py) the
+chirp-z convolution on six-step transforms.  Real kinds that are not direct
+run as c2c transforms of the real input (r2c) or of the Hermitian extension
+(c2r).
+
+In mode="exact" (the default) every product carries the constants as hi + lo
+float64 pairs (twiddles.py: both correctly rounded) and stage 1's output as
+its rounded value plus its exactly computed, rounded remainder, so the only
+rounding of float64 size is the last one.  Other modes use the rounded
+constants alone.  The products are ozaki.matmul's; every other operation is
+exact or rounded step by step alike on numpy and CuPy (see ``times``), so the
+CPU and the GPU return the same bits.
+"""
+
+import numpy as np
+
+from . import plans, twiddles
+
+# Fewer rows than this per transform take stage 2 as one GEMM after an exact
+# twiddle product (measured on the CPU: one 16384-point transform 11.3 s folded,
+# about 1 s this way); more rows keep the folded per-row matrices.  The plans
+# depend on the row count only through this threshold (plans.choose).
+FOLD_MIN_ROWS = plans.FOLD_MIN_ROWS
+
+
+def xp_of(a):
+    if type(a).__module__.split(".")[0] == "cupy":
+        import cupy
+        return cupy
+    return np
+
+
+def matmul(a, b, opts):
+    from .. import matmul as ozaki_matmul
+    return ozaki_matmul(a, b, **opts)
+
+
+def split_mode(opts):
+    """Whether the constants go in as hi + lo pairs (mode="exact")."""
+    return opts.get("mode") == "exact"
+
+
+def transform(x, sign, div, opts, kind="c2c", N=None):
+    """The transform of every row of the 2-D array x (see the module docstring).
+
+    N: the transform length (c2r: the real output length; else x.shape[1]).
+    Finite data only (interface.py deals with NaN, inf and signed zeros).
+    """
+    xp = xp_of(x)
+    B = x.shape[0]
+    N = x.shape[1] if N is None else N
+    if B == 0:
+        width = {"c2c": N, "r2c": N // 2 + 1, "c2r": N}[kind]
+        return xp.zeros((0, width), dtype=xp.float64 if kind == "c2r" else xp.complex128)
+    plan = plans.choose(N, B)
+    if plan.algorithm == "direct":
+        return {"c2c": direct_c2c, "r2c": direct_r2c, "c2r": direct_c2r}[kind](x, N, sign, div, opts)
+    if kind == "r2c":
+        return transform(complex_of(x), sign, div, opts)[:, :N // 2 + 1]
+    if kind == "c2r":
+        return transform(hermitian(x, N), sign, div, opts).real.copy()
+    if plan.algorithm == "bluestein":
+        from . import bluestein
+        return bluestein.transform(x, sign, div, opts)
+    return six_step(x, plan, sign, div, opts)
+
+
+# ------------------------------------------------------------------ direct --
+
+def direct_c2c(x, N, sign, div, opts):
+    """One product with the N-point DFT matrix (symmetric, so x @ F)."""
+    xp = xp_of(x)
+    split = split_mode(opts)
+    F = plans.direct(xp, N, sign, div, split)
+    return matmul(xp.concatenate([x, x], axis=1) if split else x, F, opts)
+
+
+def direct_r2c(x, N, sign, div, opts):
+    """Real input: one real product x @ [Re F | Im F] over the n // 2 + 1 output columns."""
+    xp = xp_of(x)
+    split = split_mode(opts)
+    M = plans.real_direct(xp, N, sign, div, split)
+    y = matmul(xp.concatenate([x, x], axis=1) if split else x, M, opts)
+    m = N // 2 + 1
+    return complex_from(xp, y[:, :m], y[:, m:])
+
+
+def direct_c2r(X, N, sign, div, opts):
+    """Hermitian input X (B, N // 2 + 1): one real product
+    [Re X, Im X_(1..)] @ [c_k Re w^(kn); -c_k Im w^(kn)] with c_k = 2 for the bins
+    that stand for a conjugate pair (exact: a power of two) and 1 for bin 0 and the
+    Nyquist bin, whose imaginary parts are not read (numpy's irfft ignores them)."""
+    xp = xp_of(X)
+    split = split_mode(opts)
+    M = plans.hermitian_direct(xp, N, sign, div, split)
+    odd = (N - 1) // 2                                   # bins 1..odd have an imaginary part
+    a = xp.concatenate([X.real, X.imag[:, 1:1 + odd]], axis=1)
+    return matmul(xp.concatenate([a, a], axis=1) if split else a, M, opts)
+
+
+def complex_from(xp, re, im):
+    """re + i im without arithmetic (which would turn inf * 1j into NaNs)."""
+    out = xp.empty(re.shape, dtype=xp.complex128)
+    out.real = re
+    out.imag = im
+    return out
+
+
+def complex_of(x):
+    xp = xp_of(x)
+    return complex_from(xp, x, xp.zeros_like(x))
+
+
+def hermitian(X, N):
+    """The full N-point spectrum whose non-negative half is X (B, N // 2 + 1): bin 0 and
+    (N even) the Nyquist bin real, bins N - k the conjugates of bins k."""
+    xp = xp_of(X)
+    half = X.copy()
+    half[:, 0] = half[:, 0].real
+    if N % 2 == 0:
+        half[:, -1] = half[:, -1].real
+    mirror = xp.conj(half[:, 1:(N + 1) // 2][:, ::-1])
+    return xp.concatenate([half, mirror], axis=1)
+
+
+# ---------------------------------------------------------------- six-step --
+
+def six_step(x, plan, sign, div, opts):
+    """Bailey's N = N1 N2 transform of the rows of x (B, N) complex128."""
+    xp = xp_of(x)
+    B, N = x.shape
+    N1, N2 = plan.N1, plan.N2
+    split = split_mode(opts)
+    # stage 1: Y[k1, (b, n2)] = sum_n1 F1[k1, n1] x[b, N2 n1 + n2]
+    X1 = x.reshape(B, N1, N2).transpose(1, 0, 2).reshape(N1, B * N2)
+    F1 = plans.stage1(xp, N1, sign, split)
+    if not split:
+        Ys = [matmul(F1[0], X1, opts)]
+    else:
+        Y = matmul(F1[0], xp.concatenate([X1, X1]), opts)
+        # the exact remainder of stage 1, rounded: RN(F1 X1 - Y)
+        Ys = [Y, matmul(F1[1], xp.concatenate([X1, X1, Y]), opts)]
+    Ys = [y.reshape(N1, B, N2) for y in Ys]
+    if N2 > plans.DIRECT_MAX:
+        # long stage 2: an explicit twiddle product (rounded), then N2-point transforms
+        tw = plans.twiddle_grid(xp, N1, N2, sign, False)[0]
+        Y = Ys[0] + Ys[1] if split else Ys[0]
+        Z = transform(times(Y, tw[:, None, :]).reshape(N1 * B, N2), sign, div, opts).reshape(N1, B, N2)
+    elif split and B < FOLD_MIN_ROWS and in_split_range(xp, Ys[0]):
+        # few rows: the folded per-row matrices would make B x N2 by N2 x N2 products
+        # (matrix-vector shaped for one transform); instead the twiddle product is formed
+        # exactly as P + E (error-free transformations) and one GEMM applies the N2-point
+        # DFT to all rows: Z = [P, P, C] [F2_hi; F2_lo; F2_hi] with
+        # C = E + Y_hi tw_lo + Y_rem tw_hi, so the output is again rounded once
+        # (the omitted terms are below 2**-100 of the sum, as in the folded path).
+        tw = [t[:, None, :] for t in plans.twiddle_grid(xp, N1, N2, sign, True)]
+        P, E = times_exactly(Ys[0], tw[0])
+        C = E + times(Ys[0], tw[1]) + times(Ys[1], tw[0])
+        rows = xp.concatenate([P, P, C], axis=2).reshape(N1 * B, 3 * N2)
+        Z = matmul(rows, plans.stage2_few(xp, N2, sign, div), opts).reshape(N1, B, N2)
+    else:
+        # stage 2, twiddles folded in: Z[k1, b, k2] = sum_n2 G[k1, k2, n2] Y[k1, b, n2]
+        G = plans.stage2_folded(xp, N1, N2, sign, div, split)
+        # split: G_hi Y + G_lo Y + G_hi Y_rem (G_lo Y_rem is below 2**-100 of the sum)
+        Z = matmul(xp.concatenate([Ys[0], Ys[0], Ys[1]], axis=2) if split else Ys[0], G, opts)
+    return Z.transpose(1, 2, 0).reshape(B, N)                    # k = k1 + N1 k2
+
+
+# ------------------------------------------------- elementwise products --
+
+def times(a, b):
+    """a * b for complex arrays, each real operation a pass of its own: the textbook
+    (ar br - ai bi) + i (ar bi + ai br), rounded after every step.  A fused
+    complex multiply (CuPy's kernels may contract to FMAs, numpy's do not) would
+    round differently, and the GPU must return the CPU's bits."""
+    xp = xp_of(a)
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    out = xp.empty(xp.broadcast_shapes(a.shape, b.shape), dtype=xp.complex128)
+    out.real = xp.subtract(xp.multiply(ar, br), xp.multiply(ai, bi))
+    out.imag = xp.add(xp.multiply(ar, bi), xp.multiply(ai, br))
+    return out
+
+
+def _split_veltkamp(a):
+    """a = hi + lo exactly with 26-bit halves (Dekker); |a| < 2**996."""
+    c = a * 134217729.0
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_prod(a, b):
+    """(p, e): p = fl(a b) and a b = p + e exactly (Dekker, no FMA: every backend alike)."""
+    p = a * b
+    ah, al = _split_veltkamp(a)
+    bh, bl = _split_veltkamp(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _two_sum(a, b):
+    """(s, e): s = fl(a + b) and a + b = s + e exactly (Knuth)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def times_exactly(a, b):
+    """(P, E) for complex arrays: P = times(a, b) bit for bit and a b = P + E up to the
+    rounding of E itself (below 2**-100 of |a b| when the products neither overflow nor
+    underflow: see in_split_range)."""
+    xp = xp_of(a)
+    h1, l1 = _two_prod(a.real, b.real)
+    h2, l2 = _two_prod(a.imag, b.imag)
+    h3, l3 = _two_prod(a.real, b.imag)
+    h4, l4 = _two_prod(a.imag, b.real)
+    re, e_re = _two_sum(h1, -h2)
+    im, e_im = _two_sum(h3, h4)
+    return complex_from(xp, re, im), complex_from(xp, e_re + (l1 - l2), e_im + (l3 + l4))
+
+
+def in_split_range(xp, Y):
+    """Whether the error-free products are exact for Y times roots of unity: finite, the
+    largest part below 2**900 (no overflow in Dekker's split) and above 2**-900 (the
+    errors of the largest products stay normal).  One host synchronization."""
+    top = float(xp.max(xp.maximum(xp.abs(Y.real), xp.abs(Y.imag)))) if Y.size else 0.0
+    return 2.0 ** -900 < top < 2.0 ** 900
