@@ -7,7 +7,7 @@ import numpy as np
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
-from . import _util, condest, refine as _refine
+from . import _util, condest, equilibrate, refine as _refine
 from ._backend import namespace
 from .decomp_cholesky import CholeskyFactor
 from .decomp_lu import LUFactor
@@ -82,11 +82,18 @@ def _symmetric_from(xp, a, lower):
 
 
 def _factor(ns, kind, a, lower, transposed, block_size, index):
-    """(the system's matrix A_op, a factorization of A_op) for one matrix."""
+    """(the system's matrix A_op, a factorization of A_op) for one matrix.
+
+    LU and Cholesky factor the power-of-two equilibrated matrix (see
+    ozaki.linalg.equilibrate); A_op itself, which the exact residuals use, is
+    not scaled.
+    """
     xp = ns.xp
     if kind == "pos":
-        return _symmetric_from(xp, a, lower), CholeskyFactor.factor(ns, a, lower, block_size)
-    if kind in ("upper", "lower"):
+        s = equilibrate.symmetric(xp, a)
+        f = CholeskyFactor.factor(ns, equilibrate.scaled(a, s, s), lower, block_size)
+        return _symmetric_from(xp, a, lower), equilibrate.Equilibrated(f, s, s)
+    if kind in ("upper triangular", "lower triangular", "upper", "lower"):
         low = kind == "lower"
         t = xp.tril(a) if low else xp.triu(a)
         if t.shape[0] and bool((xp.diagonal(t) == 0).any()):
@@ -94,9 +101,11 @@ def _factor(ns, kind, a, lower, transposed, block_size, index):
         f = _Triangular(ns, t, low, block_size)
         return (t.T, _Transposed(f)) if transposed else (t, f)
     op = _symmetric_from(xp, a, lower) if kind == "sym" else a
-    f = LUFactor.factor(ns, op, block_size)
+    r, c = equilibrate.general(xp, op)
+    f = LUFactor.factor(ns, equilibrate.scaled(op, r, c), block_size)
     if f.zero_pivot() >= 0:
         raise LinAlgError(f"A singular matrix detected: slice(s) {list(index) or [0]} are singular.")
+    f = equilibrate.Equilibrated(f, r, c)
     if transposed and kind == "gen":
         return op.T, _Transposed(f)
     return op, f
@@ -106,9 +115,10 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
           transposed=False, *, refine=True, full_output=False, block_size=None):
     """Solve the equation ``a @ x = b`` for x, refined on exact residuals (scipy.linalg.solve).
 
-    The matrix is factored by a blocked LU with partial pivoting (or Cholesky
-    for ``assume_a="pos"``) whose trailing updates run on ozaki.matmul under
-    the current ``ozaki.config``; then, by default, iterative refinement with
+    The matrix, equilibrated by powers of two (as LAPACK's xGESVXX), is factored
+    by a blocked LU with partial pivoting (or Cholesky for ``assume_a="pos"``)
+    whose trailing updates run on ozaki.matmul under the current
+    ``ozaki.config``; then, by default, iterative refinement with
     each residual b - A x computed exactly and rounded once (one exact-mode
     ozaki product per iteration), x kept as a double-double and rounded to
     float64 at the end.  For condition numbers up to about 1e13..1e15 the

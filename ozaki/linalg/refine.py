@@ -16,6 +16,8 @@ xLA_GERFSX_EXTENDED and xGERFSX implement them, with these differences:
 * a correction is applied only while the normwise iteration contracts
   (ratio <= RTHRESH) or has converged, and a column stops at the first
   normwise stall, so a diverging iteration never moves x;
+* a stalled iteration gives no bound (LAPACK keeps one), nor does one above
+  sqrt(EPS) (LAPACK applies that rule to the componentwise bound only);
 * the final rounding of x_hi + x_lo to float64 is added to each bound (EPS);
 * an untrusted bound is +inf, not LAPACK's 1.0 (which is not a bound).
 """
@@ -112,20 +114,22 @@ class Track:
         self.done = True
 
     def normwise_bound(self):
-        """Bound on max|x - x*| / max|x| before the last rounding; inf when the iteration says nothing."""
-        rho = self.dxrat_max
+        """Bound on max|x - x*| / max|x| before the last rounding; inf when the iteration says nothing.
+
+        Only a contracting iteration (every ratio <= RTHRESH) vouches for its
+        own error: a stalled one (no progress) may sit on a factorization too
+        poor for the model ||e|| <= ||dx|| / (1 - rho) (measured: errors 30x its
+        figure on badly scaled matrices), so it gives no bound.
+        """
         if self.x_state == NO_PROGRESS:
-            rho = max(rho, self.last_dxrat)      # the stalled step's contraction counts too
-        return _geometric(self.final_dx_x, rho)
+            return math.inf
+        return _geometric(self.final_dx_x, self.dxrat_max)
 
     def componentwise_bound(self):
         """Bound on max_i |x_i - x*_i| / |x_i| before the last rounding; inf when untrusted."""
-        if self.z_state == UNSTABLE:
+        if self.z_state in (UNSTABLE, NO_PROGRESS):
             return math.inf
-        rho = self.dzrat_max
-        if self.z_state == NO_PROGRESS:
-            rho = max(rho, self.last_dzrat)
-        return _geometric(self.final_dz_z, rho)
+        return _geometric(self.final_dz_z, self.dzrat_max)
 
 
 def _ratio(new, old):
@@ -217,8 +221,8 @@ def error_bounds(tracks, n, rcond_norm, rcond_comp):
 
     rcond_norm: the reciprocal Skeel condition number of A (one float);
     rcond_comp: per column, that of A diag(x).  A bound is trusted (1.0) when
-    the refinement gave one and the condition number is below 1 / (n EPS);
-    otherwise trust 0.0 and bound +inf.  A trusted bound is at least
+    the refinement gave one below sqrt(EPS) and the condition number is below
+    1 / (n EPS); otherwise trust 0.0 and bound +inf.  A trusted bound is at least
     max(10, sqrt(n)) EPS (LAPACK's floor) and includes x's last rounding.
     """
     floor = max(10.0, math.sqrt(n)) * EPS
@@ -227,7 +231,8 @@ def error_bounds(tracks, n, rcond_norm, rcond_comp):
     comp = np.zeros((len(tracks), 3))
     for j, t in enumerate(tracks):
         e = t.normwise_bound()
-        ok = math.isfinite(e) and rcond_norm >= ill
+        # a bound above sqrt(EPS) comes from an iteration that has not converged: not trusted
+        ok = e < CWISE_WRONG and rcond_norm >= ill
         norm[j] = (1.0, max(floor, e * (1 + EPS) + EPS), rcond_norm) if ok else (0.0, math.inf, rcond_norm)
         e = t.componentwise_bound()
         rc = rcond_comp[j] if e < CWISE_WRONG else 0.0

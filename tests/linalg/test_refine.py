@@ -71,13 +71,22 @@ def test_track_converges_then_stops_on_componentwise_convergence():
     assert t.final_dx_x == 1e-17 and t.dxrat_max == 0.0
 
 
-def test_track_no_progress_freezes_x_and_widens_the_bound():
+def test_track_no_progress_freezes_x_and_gives_no_bound():
     t = refine.Track()
     assert t.step(1.0, 1e-6, 1e-6)
     assert t.step(1.0, 1e-7, 1e-7)                      # ratio 0.1
     assert not t.step(1.0, 0.8e-7, 0.8e-7)              # ratio 0.8 > RTHRESH: not applied, stop
     assert t.x_state == refine.NO_PROGRESS and t.done
-    assert t.normwise_bound() == pytest.approx(0.8e-7 / (1 - 0.8))
+    assert t.normwise_bound() == math.inf
+
+
+def test_track_at_the_iteration_limit_bounds_from_the_contraction():
+    t = refine.Track()
+    for k in range(refine.ITHRESH):
+        t.step(1.0, 1e-3 * 0.4 ** k, 1e-3 * 0.4 ** k)    # contracting by 0.4, never below EPS
+    t.finish()
+    assert t.x_state == refine.WORKING
+    assert t.normwise_bound() == pytest.approx(1e-3 * 0.4 ** 9 / 0.6)
 
 
 def test_track_divergence_gives_no_bound():
@@ -106,3 +115,8 @@ def test_error_bounds_floor_trust_and_rcond_threshold():
     norm, comp = refine.error_bounds([t], 100, rcond_norm=1e-20, rcond_comp=[1e-20])
     assert norm[0, 0] == 0.0 and norm[0, 1] == math.inf
     assert comp[0, 0] == 0.0 and comp[0, 1] == math.inf
+    slow = refine.Track()
+    slow.step(1.0, 1e-3, 1e-3)
+    slow.finish()                                        # 1e-3 is no converged answer: untrusted
+    norm, comp = refine.error_bounds([slow], 100, rcond_norm=1e-3, rcond_comp=[1e-3])
+    assert norm[0, 0] == 0.0 and norm[0, 1] == math.inf
