@@ -15,13 +15,14 @@ cupy chunks):
               mode's exact sums of squared ceilings; the accurate mode's bound
               GEMM of ceilings, summed over the k chunks exactly, then maximized
               over rows and columns; the exact mode's top and lowest bits, and
-              from their global spans the slice width and moduli count, in one
-              small delayed task, because they depend on the data)
+              from their global spans the slice width and moduli count: these
+              depend on the data, so they are a one-chunk array of the graph)
     products  per output block (i, j) and inner chunk c: the residues of the
               two blocks under those scales, one exact GEMM per modulus and
-              slice pair, each reduced to its symmetric residue mod p (int16
-              planes); plus, where the rows or columns hold zeros or NaN/inf, the
-              IEEE state of the chunk's terms as bit flags (one more plane)
+              slice pair, each reduced to a residue mod p_i of magnitude at
+              most p_i / 2 (int16 planes); plus, where the rows or columns hold
+              zeros or NaN/inf, the IEEE state of the chunk's terms as bit flags
+              (one more plane per output part)
     sum       a tree reduction over c: residues add, flags OR.  The sum of the
               chunks' residues is C' mod p_i for the whole inner dimension, and
               the backend's epilogue takes any representatives of C' mod p_i
@@ -41,12 +42,25 @@ a block are computed in the product task itself, from the raw float64 blocks,
 rather than in a layer of their own: a block's residues take 16 or more bytes
 per entry (one per modulus and slice) against its 8 raw bytes, so shipping
 the raw blocks between workers moves less data and keeps less in memory, and
-recomputing them per output block costs O(1/block width) of the GEMMs.
+recomputing them per output block costs O(1/block width) of the GEMMs (on
+the GPU; on the CPU numpy's residues are slow next to its BLAS, and they are
+a good part of what the chunked product costs beyond the whole one).
 
 Memory per task: one block pair's residues, one modulus stack of int32/int64
 products at a time, and the (planes, rows, cols) int16 partial: size the
 chunks for it (about 2 (moduli + 1) bytes per output entry of a chunk, times
-the slice pairs in exact mode).
+the slice pairs in exact mode).  With cupy chunks, run one task per GPU at a
+time (dask-cuda's one thread per worker; the threaded scheduler with
+num_workers=1): several tasks on one GPU multiply that memory.
+
+FFTs (``fft``, ``ifft``, ``fftn``, ...) run ozaki.fft block by block along
+axes that are one chunk each (a chunked transform axis is a ValueError).  In
+exact mode (their default) every transform is rounded from its own exact
+values, so the bits equal ozaki.fft's on the whole array when each block holds
+at least ozaki.fft.FOLD_MIN_ROWS transforms or the length takes one DFT GEMM
+(fewer rows switch a long transform's second stage to another exact path,
+whose result agreed in every trial but is not proven bit-equal); in the other
+modes a GEMM's column scales see all rows of its block.
 """
 
 import functools
@@ -300,13 +314,22 @@ def _cupy_symmetric():
         "ozaki_dask_symmetric")
 
 
-def _symmetric_into(xp, P, mods, out):
-    """out = crt.symmetric(P, p_i) per modulus: the residues of exact products."""
-    p = xp.asarray(np.array(crt.moduli(mods), dtype=np.int64)).astype(P.dtype).reshape(-1, 1, 1)
-    if xp is np:
-        out[...] = crt.symmetric(P, p)
+# Products below 2**35 in magnitude reduce exactly in float64 (crt.remainder_near);
+# a product of k int8 residues is below k 2**14.
+_FLOAT_REMAINDER_K = 1 << 21
+
+
+def _residues_into(xp, P, mods, k, out):
+    """out = a residue of each exact product P mod p_i, |out| <= p_i / 2 (so sums of 255
+    of them fit int16): crt.symmetric's residues, or on the CPU crt.remainder_near's
+    (4 float64 passes instead of 3 int64 divisions; +128 can stand for -128 mod 256)."""
+    p = np.array(crt.moduli(mods), dtype=np.int64).reshape(-1, 1, 1)
+    if xp is not np:
+        _cupy_symmetric()(P, xp.asarray(p).astype(P.dtype), out)
+    elif k < _FLOAT_REMAINDER_K:
+        out[...] = crt.remainder_near(P.astype(np.float64), p.astype(np.float64))
     else:
-        _cupy_symmetric()(P, p, out)
+        out[...] = crt.symmetric(P, p)
 
 
 def _residue_slices(X_parts, beta, count, plan, be):
@@ -341,7 +364,7 @@ def _block_products(a, b, beta_a, beta_b, flags_a, flags_b, sizes, substrate, dt
         for u in range(slices_b):
             for h in range(len(ra)):
                 P = substrates.product(be, substrate, ra[h][t], rb[h][u])[0]
-                _symmetric_into(xp, P, mods, out[0, g * mods:(g + 1) * mods])
+                _residues_into(xp, P, mods, a.shape[1], out[0, g * mods:(g + 1) * mods])
                 del P
                 g += 1
     del ra, rb
@@ -707,6 +730,7 @@ def _transform_nd(fn, x, s, axes, norm, mode, num_moduli, real=None):
     """real: None (complex to complex), "forward" (rfftn: the last axis halved) or
     "inverse" (irfftn: the last axis 2 (m - 1) by default; real output)."""
     x = _fft_input(x)
+    given = s
     s, axes = _nd_axes(x.ndim, s, axes)
     lengths = [x.shape[ax] if n is None else int(n) for n, ax in zip(s, axes)]
     if real == "forward":
@@ -714,7 +738,7 @@ def _transform_nd(fn, x, s, axes, norm, mode, num_moduli, real=None):
     elif real == "inverse" and s[-1] is None:
         lengths[-1] = 2 * (x.shape[axes[-1]] - 1)
     return _map_transform(fn, x, axes, lengths, real == "inverse",
-                          dict(s=s, axes=axes, norm=norm, mode=mode, num_moduli=num_moduli))
+                          dict(s=given, axes=axes, norm=norm, mode=mode, num_moduli=num_moduli))
 
 
 def fftn(x, s=None, axes=None, norm=None, *, mode="exact", num_moduli=None):
