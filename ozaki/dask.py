@@ -514,6 +514,16 @@ def _matmul2d(a, b, mode, num_moduli, substrate):
     if m == 0 or n == 0 or k == 0:
         return da.blockwise(_zeros_block, "ij", a, "ik", b, "kj", dtype, None, dtype=dtype,
                             meta=_meta(a, 2, dtype))
+    # dask's reductions give empty chunks odd shapes: the product runs without them,
+    # and the result gets the chunks back at the end (a chunk boundary moves no data).
+    chunks = (a.chunks[0], b.chunks[1])
+    a = a.rechunk(tuple(tuple(c for c in cs if c) for cs in a.chunks))
+    b = b.rechunk(tuple(tuple(c for c in cs if c) for cs in b.chunks))
+    C = _product(a, b, mode, num_moduli, substrate, complex_, dtype)
+    return C if C.chunks == chunks else C.rechunk(chunks)
+
+
+def _product(a, b, mode, num_moduli, substrate, complex_, dtype):
     beta_a, beta_b, flags_a, flags_b, sizes = _plan(a, b, mode, num_moduli)
     nout = 2 if complex_ else 1
     if isinstance(sizes, tuple):

@@ -199,6 +199,14 @@ def test_shapes_and_mixed_operands(rng):
     assert_same_bits(od.matmul(dv, B[0]).compute(), ozaki.matmul(v, B[0]))
     assert_same_bits(od.matmul(a[0, 0], B[0]).compute(), ozaki.matmul(M, B[0]))       # numpy b
     assert_same_bits(od.matmul(M.astype(np.float32), b[0]).compute(), ozaki.matmul(M.astype(np.float32), B[0]))
+    Z = family(rng, "zeros", (7, 9))
+    W = family(rng, "zeros", (9, 5))
+    z = da.from_array(Z, chunks=((3, 0, 4), (4, 0, 5)))       # empty chunks along m, k and n
+    w = da.from_array(W, chunks=((4, 0, 5), (2, 0, 3)))
+    for mode in MODES:
+        got = od.matmul(z, w, mode=mode)
+        assert got.chunks == ((3, 0, 4), (2, 0, 3))
+        assert_same_bits(got.compute(scheduler="sync"), ozaki.matmul(Z, W, mode=mode))
     for shape_a, shape_b in (((0, 4), (4, 3)), ((3, 0), (0, 2)), ((3, 4), (4, 0))):
         za, zb = np.zeros(shape_a), np.ones(shape_b)
         got = od.matmul(da.from_array(za), da.from_array(zb)).compute()
