@@ -13,7 +13,13 @@ product).  Rows (median of CUDA-event timings after warm-up):
                forward error, HPL scaled residual, refinement iterations
     solve_pos  cupy.linalg.solve vs ozaki.linalg.solve(assume_a="pos") on S
     lu         cupyx.scipy.linalg.lu_factor (getrf) vs ozaki.linalg.lu_factor
+               (--lu-blocks: more ozaki rows at other panel widths)
     cholesky   cupy.linalg.cholesky (potrf) vs ozaki.linalg.cholesky
+    stages     one ozaki solve in parts: equilibrated factorization, the rcond
+               estimate, the refinement (time per iteration), against native
+               A @ x (DGEMV): where the time goes
+    residual   one exact residual b - A x (ozaki exact product [A | b] @ [x; -1],
+               and the double-double one [A | A | b] @ [x_hi; x_lo; -1])
 
 Forward error: max|x - x*| / max|x*| for the exact solution x* of the rounded
 system A x = b (x0 is not x*: b's rounding moves the solution by up to cond * eps).
@@ -133,8 +139,40 @@ class Native:
             self.xp.get_default_memory_pool().free_all_blocks()
 
 
+def stages(nat, a, b, repeats):
+    """Milliseconds of the parts of one ozaki.linalg.solve(a, b) (each timed alone, median)."""
+    from ozaki.linalg import basic, condest, refine
+    from ozaki.linalg._backend import namespace
+    ns = namespace(a)
+    b2 = b.reshape(-1, 1)
+    t_factor = nat.time(lambda: basic._factor(ns, "gen", a, False, False, None, ()), 0, repeats)
+    op, f = basic._factor(ns, "gen", a, False, False, None, ())
+    t_rcond = nat.time(lambda: condest.rcond_1(ns, op, f), 0, repeats)
+    x0 = f.solve(b2)
+    t_first = nat.time(lambda: f.solve(b2), 0, repeats)
+    t_refine = nat.time(lambda: refine.refine(ns, op, b2, f, x0), 0, repeats)
+    _, tracks = refine.refine(ns, op, b2, f, x0)
+    return {"factor_ms": t_factor, "rcond_ms": t_rcond, "first_solve_ms": t_first, "refine_ms": t_refine,
+            "iterations": tracks[0].iterations}
+
+
+def residual_times(nat, a, b, repeats):
+    """Milliseconds of one exact residual, x a float64 and a double-double, and of native A @ x."""
+    from ozaki.linalg import refine
+    from ozaki.linalg._backend import namespace
+    ns = namespace(a)
+    xp = nat.xp
+    x = nat.solve(a, b).reshape(-1, 1)
+    lo = x * 2.0 ** -60
+    b2 = b.reshape(-1, 1)
+    one, two = refine.residual_operand(xp, a, b2, 1), refine.residual_operand(xp, a, b2, 2)
+    return {"exact_ms": nat.time(lambda: refine.exact_residual(ns, one, [x], [0]), 1, repeats),
+            "exact_dd_ms": nat.time(lambda: refine.exact_residual(ns, two, [x, lo], [0]), 1, repeats),
+            "native_gemv_ms": nat.time(lambda: a @ x, 1, repeats)}
+
+
 def run(sizes, cond=1e10, backend="gpu", warmup=1, repeats=3, seed=20261204, ops=("solve", "solve_pos", "lu",
-                                                                                    "cholesky")):
+                                                                                    "cholesky"), lu_blocks=()):
     """The benchmark rows (dicts) for each size; prints each row as it comes."""
     import ozaki.linalg as ol
     nat = Native(backend)
@@ -174,6 +212,17 @@ def run(sizes, cond=1e10, backend="gpu", warmup=1, repeats=3, seed=20261204, ops
                 add(op, "native", ms, hpl_rate(n, ms))
                 ms = nat.time(lambda: ol.lu_factor(a), warmup, repeats)
                 add(op, "ozaki", ms, hpl_rate(n, ms))
+                for nb in lu_blocks:
+                    ms = nat.time(lambda: ol.lu_factor(a, block_size=nb), warmup, repeats)
+                    add(op, f"ozaki nb={nb}", ms, hpl_rate(n, ms), block_size=nb)
+            elif op == "stages":
+                st = stages(nat, a, b, repeats)
+                add(op, "ozaki", st["factor_ms"] + st["rcond_ms"] + st["first_solve_ms"] + st["refine_ms"],
+                    hpl_rate(n, st["factor_ms"]), **st)
+            elif op == "residual":
+                rt = residual_times(nat, a, b, repeats)
+                add(op, "native", rt["native_gemv_ms"], 2.0 * n * n / rt["native_gemv_ms"] / 1e9)
+                add(op, "ozaki", rt["exact_ms"], 2.0 * n * n / rt["exact_ms"] / 1e9, **rt)
             elif op == "cholesky":
                 ms = nat.time(lambda: nat.cholesky(s), warmup, repeats)
                 add(op, "native", ms, cholesky_rate(n, ms))
@@ -192,6 +241,11 @@ def print_row(r):
         extra = f"  fwd err {r['fwd_err']:9.2e}  hpl resid {r['hpl_residual']:9.3g}"
         if "iterations" in r:
             extra += f"  it {r['iterations']}  bound {r['err_bnd_norm']:.1e}"
+    elif "factor_ms" in r:
+        extra = (f"  factor {r['factor_ms']:.1f}  rcond {r['rcond_ms']:.1f}  solve {r['first_solve_ms']:.1f}"
+                 f"  refine {r['refine_ms']:.1f} ms ({r['iterations']} it)")
+    elif "exact_dd_ms" in r:
+        extra = f"  exact {r['exact_ms']:.2f}  exact dd {r['exact_dd_ms']:.2f}  dgemv {r['native_gemv_ms']:.2f} ms"
     print(f"{r['n']:6d} {r['op']:9s} {r['impl']:6s} {r['ms']:10.2f} ms {r['tflops']:7.2f} TFLOPS "
           f"x{r['speedup']:5.2f}{extra}", flush=True)
 
@@ -199,7 +253,7 @@ def print_row(r):
 def summary(rows):
     """Per n and op: ozaki's time over native's and native's forward error over ozaki's."""
     out = []
-    for (n, op) in sorted({(r["n"], r["op"]) for r in rows}):
+    for (n, op) in sorted({(r["n"], r["op"]) for r in rows if r["op"] not in ("stages", "residual")}):
         nat = next((r for r in rows if r["n"] == n and r["op"] == op and r["impl"] == "native"), None)
         oz = next((r for r in rows if r["n"] == n and r["op"] == op and r["impl"] == "ozaki"), None)
         if nat is None or oz is None:
@@ -216,8 +270,10 @@ def main(argv=None):
     ap.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES),
                     help="matrix orders n (default 4096 8192 16384; 32768 fits the H200 too)")
     ap.add_argument("--cond", type=float, default=1e10, help="2-norm condition number of the matrices")
-    ap.add_argument("--ops", nargs="+", default=["solve", "solve_pos", "lu", "cholesky"],
-                    choices=["solve", "solve_pos", "lu", "cholesky"])
+    ap.add_argument("--ops", nargs="+", default=["solve", "solve_pos", "lu", "cholesky", "stages", "residual"],
+                    choices=["solve", "solve_pos", "lu", "cholesky", "stages", "residual"])
+    ap.add_argument("--lu-blocks", type=int, nargs="*", default=[],
+                    help="also time ozaki.linalg.lu_factor with these panel widths")
     ap.add_argument("--backend", choices=["gpu", "cpu"], default="gpu",
                     help="gpu: cupy/cuSOLVER (default); cpu: numpy/LAPACK, for small n")
     ap.add_argument("--warmup", type=int, default=1)
@@ -225,7 +281,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=20261204)
     ap.add_argument("--out", help="write the rows as JSON here")
     a = ap.parse_args(argv)
-    rows = run(a.sizes, a.cond, a.backend, a.warmup, a.repeats, a.seed, tuple(a.ops))
+    rows = run(a.sizes, a.cond, a.backend, a.warmup, a.repeats, a.seed, tuple(a.ops), tuple(a.lu_blocks))
     summ = summary(rows)
     print("\n     n op        ozaki/native time  native/ozaki fwd err")
     for s in summ:

@@ -6,13 +6,16 @@ away) is one exact-mode ozaki product
 
     [A | A | B] @ [x_hi; x_lo; -E]  =  A x_hi + A x_lo - B E      (E: columns of I)
 
-rounded once, so r carries no error beyond that one rounding.  The correction
+rounded once, so r carries no error beyond that one rounding.  Until the
+corrections fall below DD_SWITCH, x is a plain float64 (x_lo = 0) and the
+product is [A | B] @ [x_hi; -E], half as wide.  The correction
 dx = A^-1 r comes from the factorization; the stopping rules and the error
 bounds follow Demmel, Hida, Kahan, Li, Mukherjee and Riedy, "Error bounds from
 extra-precise iterative refinement" (ACM TOMS 32(2), 2006), as LAPACK's
 xLA_GERFSX_EXTENDED and xGERFSX implement them, with these differences:
 
-* x is a double-double from the start (LAPACK switches when progress stalls);
+* x becomes a double-double once the corrections are small (LAPACK switches
+  when progress stalls);
 * a correction is applied only while the normwise iteration contracts
   (ratio <= RTHRESH) or has converged, and a column stops at the first
   normwise stall, so a diverging iteration never moves x;
@@ -147,18 +150,22 @@ def _geometric(step, rho):
     return step / (1.0 - rho)
 
 
-def residual_operand(xp, a, b):
-    """[A | A | B]: the left factor of every exact residual of one system (built once)."""
-    return xp.concatenate([a, a, b], axis=1)
+def residual_operand(xp, a, b, parts=2):
+    """[A | ... | A | B], A ``parts`` times: the left factor of the exact residuals of one system."""
+    return xp.concatenate([a] * parts + [b], axis=1)
 
 
-def exact_residual(ns, left, x_hi, x_lo, columns):
-    """b_j - A (x_hi + x_lo)_j for the listed columns j, exact and rounded once."""
+def exact_residual(ns, left, xs, columns):
+    """b_j - A (sum of xs)_j for the listed columns j, exact and rounded once.
+
+    ``left`` is residual_operand(a, b, len(xs)); xs are (n, len(columns)) parts
+    of the solution (x_hi, or x_hi and x_lo).
+    """
     xp = ns.xp
-    k = left.shape[1] - 2 * x_hi.shape[0]
+    k = left.shape[1] - sum(x.shape[0] for x in xs)
     sel = xp.zeros((k, len(columns)))
     sel[xp.asarray(columns), xp.arange(len(columns))] = -1.0
-    right = xp.concatenate([x_hi, x_lo, sel], axis=0)
+    right = xp.concatenate(list(xs) + [sel], axis=0)
     return -ns.exact_gemm(left, right)        # RN(A x - b), negated exactly
 
 
@@ -182,6 +189,12 @@ def _metrics(ns, x_hi, dx):
     return ns.asnumpy(both)
 
 
+# x becomes a double-double once a correction is this small (relative, max norm); before,
+# plain float64 updates lose nothing that later corrections do not recover, and each
+# residual is one copy of A narrower
+DD_SWITCH = 2.0 ** -26
+
+
 def refine(ns, a, b, factor, x0):
     """Refine x0 for a x = b (2-D b); returns (x, tracks): x rounded to float64, one Track per column."""
     xp = ns.xp
@@ -195,21 +208,28 @@ def refine(ns, a, b, factor, x0):
             t.final_dx_x = t.final_dz_z = 0.0
             t.done = True
         return x_hi, tracks
-    left = residual_operand(xp, a, b)
+    dd = False
+    left = residual_operand(xp, a, b, parts=1)
     for _ in range(ITHRESH):
         cols = [j for j, t in enumerate(tracks) if not t.done]
         if not cols:
             break
         c = xp.asarray(cols)
-        r = exact_residual(ns, left, x_hi[:, c], x_lo[:, c], cols)
-        dx = factor.solve(r)
+        parts = [x_hi[:, c], x_lo[:, c]] if dd else [x_hi[:, c]]
+        dx = factor.solve(exact_residual(ns, left, parts, cols))
         figures = _metrics(ns, x_hi[:, c], dx)
         apply = [tracks[j].step(*figures[:, i]) for i, j in enumerate(cols)]
+        if not dd and min(t.dx_x for t in (tracks[j] for j in cols)) <= DD_SWITCH:
+            dd = True
+            left = residual_operand(xp, a, b, parts=2)
         use = [i for i, ok in enumerate(apply) if ok]
         if use:
             u = xp.asarray(use)
             cu = xp.asarray([cols[i] for i in use])
-            x_hi[:, cu], x_lo[:, cu] = dd_add(x_hi[:, cu], x_lo[:, cu], dx[:, u])
+            if dd:
+                x_hi[:, cu], x_lo[:, cu] = dd_add(x_hi[:, cu], x_lo[:, cu], dx[:, u])
+            else:
+                x_hi[:, cu] += dx[:, u]
     for t in tracks:
         if not t.done:
             t.finish()
