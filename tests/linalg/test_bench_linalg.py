@@ -39,8 +39,11 @@ def test_cpu_run_end_to_end(tmp_path):
                     "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     rows = data["rows"]
-    assert {(r["op"], r["impl"]) for r in rows} == {(op, impl) for op in ("solve", "solve_pos", "lu", "cholesky")
-                                                    for impl in ("native", "ozaki")}
+    assert {(r["op"], r["impl"]) for r in rows} == {(op, impl) for op in ("solve", "solve_pos", "lu", "cholesky",
+                                                                          "residual")
+                                                    for impl in ("native", "ozaki")} | {("stages", "ozaki")}
+    st = next(r for r in rows if r["op"] == "stages")
+    assert st["iterations"] >= 2 and st["refine_ms"] > 0 and st["factor_ms"] > 0
     for op in ("solve", "solve_pos"):
         nat, oz = [next(r for r in rows if r["op"] == op and r["impl"] == i) for i in ("native", "ozaki")]
         assert oz["fwd_err"] <= 4 * np.finfo(float).eps < 1e3 * 4 * np.finfo(float).eps < nat["fwd_err"]
