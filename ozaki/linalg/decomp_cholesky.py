@@ -28,10 +28,25 @@ def cholesky_blocked(ns, a, block_size=None):
             # L21 = A21 L11^-T, as the transposed solve L11 L21^T = A21^T
             l21 = ns.trsm(l11, a[e:, k:e].T, lower=True).T
             a[e:, k:e] = l21
-            # the whole square is updated (twice SYRK's flops): one large product
-            # keeps the int8 GEMMs efficient; only the lower triangle is read later
-            a[e:, e:] -= ns.gemm(l21, l21.T)
+            _syrk_lower(ns, a[e:, e:], l21, nb)
     return xp.tril(a), 0
+
+
+def _syrk_lower(ns, c, l, nb):
+    """c -= l l^T where only c's lower triangle is needed (SYRK's shape on ozaki products).
+
+    Two products, the left half of the columns over all rows and the lower
+    right quarter, cover the lower triangle with 3/4 of the full square's
+    flops; halving further would make the products too small for the int8
+    GEMMs to pay (a trailing matrix under two blocks is one product).
+    """
+    m = c.shape[0]
+    if m < 2 * nb:
+        c -= ns.gemm(l, l.T)
+        return
+    h = m // 2
+    c[:, :h] -= ns.gemm(l, l[:h].T)
+    c[h:, h:] -= ns.gemm(l[h:], l[h:].T)
 
 
 def _symmetric_lower(xp, a, lower):

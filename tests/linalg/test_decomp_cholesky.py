@@ -64,7 +64,10 @@ def test_syrk_updates_run_on_ozaki_products(rng, monkeypatch):
     real = ozaki.matmul
     monkeypatch.setattr(ozaki, "matmul", lambda x, y, **kw: calls.append(x.shape) or real(x, y, **kw))
     ol.cholesky(matrices.random_cond(12, 10, rng, spd=True), block_size=4)
-    assert calls == [(8, 4), (4, 4)]
+    assert calls == [(8, 4), (4, 4), (4, 4)]          # 8 x 8 trailing matrix: left half, lower right quarter
+    calls.clear()
+    ol.cholesky(matrices.random_cond(7, 10, rng, spd=True), block_size=4)
+    assert calls == [(3, 4)]                          # under two blocks: one product
 
 
 def test_cho_factor_cho_solve_and_stacks(rng):
