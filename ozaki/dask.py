@@ -84,7 +84,11 @@ _NO_BITS = float(1 << 30)   # top/-lsb of a row with no nonzero finite entry in 
 # IEEE state of one output entry's terms over a k chunk; ORed over the chunks.
 _NAN, _PLUS, _MINUS, _NOT_NEG_ZERO = 1, 2, 4, 8
 
-# Partial products are symmetric residues (|r| <= 128) summed over the k chunks:
+# The modes whose plans this module reduces over chunks (a mode the scheme adds later
+# must not fall through to another's plan).
+_PLANNED = ("fast", "accurate", "exact")
+
+# Partial products are residues of magnitude <= 128 summed over the k chunks:
 # int16 holds the sum of up to 255 chunks, int32 anything longer.
 _INT16_CHUNKS = 255
 
@@ -565,6 +569,9 @@ def _options(mode, num_moduli, substrate):
     substrate = cfg.get("substrate", "int8") if substrate is None else substrate
     if not isinstance(mode, str) or mode not in scheme.MODES:
         raise ValueError(f"mode must be one of {scheme.MODES}, got {mode!r}")
+    if mode not in _PLANNED:
+        raise NotImplementedError(f"ozaki.dask.matmul: mode {mode!r} has no dask plan yet "
+                                  f"(modes {_PLANNED} have)")
     if not isinstance(substrate, str) or substrate not in substrates.SUBSTRATES:
         raise ValueError(f"substrate must be one of {substrates.SUBSTRATES}, got {substrate!r}")
     if num_moduli is not None:
