@@ -303,3 +303,37 @@ def test_fft_chunked_axis_raises():
         od.fftn(x, axes=(0,))
     with pytest.raises(ValueError, match="out of bounds"):
         od.fft(x.rechunk({1: -1}), axis=2)
+
+
+# ---------------------------------------------------------------------- GPU --
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("complex_", [False, True], ids=["float64", "complex128"])
+def test_cupy_chunks(rng, complex_):
+    """cupy chunks (the cupy backend's steps, the one-pass residue kernel, the GPU epilogue):
+    the bits of ozaki.matmul on the whole cupy arrays, and of the CPU; k split unevenly."""
+    import cupy
+    for name, (m, k, n) in (("phi", (300, 1000, 200)), ("specials", (70, 90, 60)), ("wide", (50, 70, 40))):
+        A, B = family(rng, name, (m, k), complex_), family(rng, name, (k, n), complex_)
+        dA, dB = cupy.asarray(A), cupy.asarray(B)
+        ka, kb = split_k(rng, k)
+        a = da.from_array(dA, chunks=(uneven(rng, m), ka), asarray=False)
+        b = da.from_array(dB, chunks=(kb, uneven(rng, n)), asarray=False)
+        for mode in MODES:
+            C = od.matmul(a, b, mode=mode)
+            assert type(C._meta).__module__.startswith("cupy")
+            got = C.compute(scheduler="threads", num_workers=1)
+            assert isinstance(got, cupy.ndarray)
+            with np.errstate(all="ignore"):
+                assert_same_bits(cupy.asnumpy(got), cupy.asnumpy(ozaki.matmul(dA, dB, mode=mode)))
+                assert_same_bits(cupy.asnumpy(got), ozaki.matmul(A, B, mode=mode))
+
+
+@pytest.mark.gpu
+def test_cupy_fft():
+    import cupy
+    from ozaki import fft as offt
+    x = cupy.asarray(np.random.default_rng().standard_normal((40, 300)))
+    dx = da.from_array(x, chunks=(20, -1), asarray=False)
+    assert_same_bits(cupy.asnumpy(od.fft(dx).compute(scheduler="threads", num_workers=1)),
+                     cupy.asnumpy(offt.fft(x)))
