@@ -7,19 +7,18 @@ Engine: dask-cuda's LocalCUDACluster (one worker process per GPU, ``--gpus``,
 spilling to host off) when dask_cuda imports, else dask's threaded scheduler
 with cupy chunks on the current GPU (``--engine`` picks).  Everything runs
 where the data lies: the inputs are made on a worker (N(0,1), one whole array
-each, the chunks are views of it), the whole-array product runs there too
-(ozaki.matmul, CUDA-event median, and one wall-clock run; native cuBLAS
-DGEMM once for scale), and
-the dask product is timed by wall clock from the call to its last block in
-device memory (``ozaki.dask.matmul(A, B).persist()`` then wait and device
-sync: graph construction (``graph_ms`` of it), scheduling and every task
-included; the result is
-not gathered to the client, which with several processes would time a
-device-host-device copy instead of the engine).  The bits are then compared
-block by block (the reference waits in the worker's host memory, each dask
-block is copied there to be compared); the JSON holds the mismatch count (0
-is the only passing value).  With several GPUs the whole-array reference still runs
-on one of them (it must fit there).
+each, the chunks are views of it), and the whole-array product runs there
+too (ozaki.matmul, CUDA-event median, and one wall-clock run; native cuBLAS
+DGEMM once for scale).  The dask product is timed by wall clock from the
+call to its last block in device memory (``ozaki.dask.matmul(A, B).persist()``,
+then wait and device sync: graph construction (``graph_ms`` of it),
+scheduling and every task included).  The result is not gathered to the
+client, which with several processes would time a device-host-device copy
+instead of the engine.  The bits are then compared block by block (the
+reference waits in the worker's host memory, each dask block is copied
+there to be compared); the JSON holds the mismatch count (0 is the only
+passing value).  With several GPUs the whole-array reference still runs on
+one of them (it must fit there).
 
 Memory at n = 49152 (19.3 GB per n x n float64): A, B and the dask result
 take 58 GB of the GPU, the tasks' residues, products and partial products
