@@ -375,7 +375,7 @@ def epilogue(products, shifts, m, beta_a, beta_b):
         defines += (("COMPLEX", 1),)
     kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
     outs = [cupy.empty((rows, cols), dtype=cupy.float64) for _ in range(2 if complex_ else 1)]
-    one, table = _operands(arrays)
+    one, table = _operands(arrays, npairs > 1)
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
     grid, block = _grid(rows * cols, 128)
     kern(grid, block, one + (table, np.int32(npairs), np.int64(rows), np.int64(cols), np.int64(mod_stride),
@@ -399,9 +399,13 @@ def epilogue(products, shifts, m, beta_a, beta_b):
 # bench/crossover.py on the H200; OZAKI_FUSED_TILES="short;long" (each
 # "BM,BN,WARPS_M,WARPS_N,BK,STAGES") overrides the first tile of each list,
 # for that sweep.
+# Measured (bench/results/2026-12-03-cf497ce/crossover.txt, kernel alone, 16
+# moduli): short, 32 x 32 on 4 warps, 4 stages, 0.83 ms for 4096 x 64^3 (64 x 64:
+# 0.86); long, 128 x 64 on 8 warps, BK 128, 2 stages, 238 TOPS at n = 8192
+# (64 x 64, BK 64, 3 stages: 212).
 SHORT_K = 256
-FUSED_TILES = {"short": ((64, 64, 2, 2, 64, 3), (32, 32, 2, 2, 64, 3)),
-               "long": ((64, 64, 2, 2, 64, 3), (32, 32, 2, 2, 64, 3))}
+FUSED_TILES = {"short": ((32, 32, 2, 2, 64, 4),),
+               "long": ((128, 64, 4, 2, 128, 2), (64, 64, 2, 2, 64, 3), (32, 32, 2, 2, 64, 4))}
 
 
 def _tiles_from_env(tiles):
@@ -460,11 +464,12 @@ def choose_path(path, m, n, k, batch, num_moduli, parts=1, npairs=1):
     return "fused" if work <= FUSED_AUTO_MATRIX_WORK and batch * work <= FUSED_AUTO_WORK else "cublas"
 
 
-def _operands(stacks):
+def _operands(stacks, tabled):
     """The stacks' pointers as kernel parameters (three: the Karatsuba parts of one
-    slice pair), and a device table of all of them when there are more."""
+    slice pair), and with ``tabled`` (several slice pairs, where the kernels read
+    a table) a device table of all of them."""
     ptrs = [S.data.ptr for S in stacks]
-    table = cupy.asarray(np.array(ptrs, dtype=np.uint64)) if len(ptrs) > 3 else np.uint64(0)
+    table = cupy.asarray(np.array(ptrs, dtype=np.uint64)) if tabled else np.uint64(0)
     return tuple(np.uint64(p) for p in (ptrs + [0, 0, 0])[:3]), table
 
 
@@ -477,7 +482,8 @@ def _fused_launch(defines, tables, a_stacks, b_stacks, slices_b, m, n, batch, a_
     defines = defines + (("BM", bm), ("BN", bn), ("WARPS_M", wm), ("WARPS_N", wn), ("BK", bk), ("STAGES", stages))
     kern = _kernel("fused.cu", "fused", defines, _device(), tables, shared)
     grid = (-(-n // bn), -(-m // bm), batch)
-    (a, a_table), (b, b_table) = _operands(a_stacks), _operands(b_stacks)
+    tabled = dict(defines)["NPAIRS"] > 1
+    (a, a_table), (b, b_table) = _operands(a_stacks, tabled), _operands(b_stacks, tabled)
     head = a + b + (a_table, b_table,
                     np.int64(a_stacks[0].shape[-2] * kp), np.int64(b_stacks[0].shape[-2] * kp), np.int64(kp),
                     np.int32(slices_b), np.int32(m), np.int32(n), np.int64(a_gstride), np.int64(b_gstride))

@@ -153,6 +153,7 @@ def test_auto_path_table():
     for key, k in (("short", 64), ("long", 4096)):
         assert cupy_backend._fused_tile(16, k) == cupy_backend.FUSED_TILES[key][0]
         assert cupy_backend._fused_tile(144, k) == cupy_backend.FUSED_TILES[key][-1]
+    assert cupy_backend._fused_tile(16 * 144, 64) is None
 
 
 def test_fused_runs_on_the_current_stream(rng):
