@@ -155,8 +155,8 @@ def _ceilings(xp, X, e):
     underflow, 0 for zeros and NaN/inf), with e from the WHOLE row's maximum.
 
     A copy of the formula in numpy_backend.scan_rows (and kernels/scan_rows.cu),
-    which takes e from the block's own maximum: see the module's report for the
-    refactor that would remove it (scan_rows(..., amax=whole_row_maxima))."""
+    which takes e from the block's own maximum; scan_rows taking the whole rows'
+    maxima (an ``amax=`` argument) would make this copy unnecessary."""
     a = xp.where(xp.isfinite(X), xp.abs(X), 0.0)
     return xp.where(a != 0, xp.maximum(xp.ceil(xp.ldexp(a, e[:, None].astype(xp.int32))), 1), 0)
 
@@ -212,8 +212,8 @@ def _exact_bits_block(stats, what):
 def _exact_sizes(span_a, span_b, k, num_moduli):
     """scheme.plan_exact's choice from the global spans: (width, moduli, slices_a,
     slices_b, nearest).  A copy of the search in plan_exact, which reads the spans off
-    whole arrays; see the report for the refactor (a pure exact_sizes(span_a, span_b, k,
-    num_moduli) in scheme.py, called by both)."""
+    whole arrays; a pure scheme function of (span_a, span_b, k, num_moduli), called by
+    plan_exact too, would make this copy unnecessary."""
     span_a = max(int(span_a), 1)
     span_b = max(int(span_b), 1)
     best = None
@@ -349,7 +349,7 @@ def _block_products(a, b, beta_a, beta_b, flags_a, flags_b, sizes, substrate, dt
     """Output block (i, j) over inner chunk c: (1, planes, rows, cols) of ``dtype``.
 
     Planes: per slice pair (t, u) and product h (real: A B; complex: the Karatsuba
-    Ar Br, Ai Bi, (Ar + Ai)(Br + Bi)) the symmetric residues of the exact int8
+    Ar Br, Ai Bi, (Ar + Ai)(Br + Bi)) a residue (|r| <= p_i / 2) of the exact int8
     product mod each p_i, then one plane of IEEE bits per output part."""
     be = backend_for(a)
     xp = be.xp
@@ -441,7 +441,7 @@ def _meta(x, ndim, dtype):
 
 def _sum_over(x, axis):
     """Sum of integer blocks over ``axis`` in a tree, without concatenating them."""
-    return da.reduction(x, _keep, functools.partial(_add_chunks), axis=axis, dtype=x.dtype,
+    return da.reduction(x, _keep, _add_chunks, axis=axis, dtype=x.dtype,
                         concatenate=False, meta=_meta(x, x.ndim - 1, x.dtype))
 
 
