@@ -30,7 +30,6 @@ Exact mode's slice pairs multiply the partials: use smaller chunks there.
 import argparse
 import operator
 import os
-import statistics
 import sys
 import time
 
