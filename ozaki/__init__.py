@@ -146,6 +146,18 @@ def _is_cupy(x):
     return type(x).__module__.split(".")[0] == "cupy"
 
 
+def _is_dask(x):
+    return type(x).__module__.split(".")[0] == "dask"
+
+
+def _on_dask(name, a, b, out, axes, mode, num_moduli, substrate):
+    """The product of chunked operands on dask's own graph (ozaki.dask), same bits."""
+    if out is not None or axes is not None:
+        raise TypeError(f"ozaki.{name}: out= and axes= are not supported for dask arrays")
+    from . import dask as _dask
+    return _dask.matmul(a, b, mode=mode, num_moduli=num_moduli, substrate=substrate)
+
+
 def _xp(x):
     return __import__("cupy") if _is_cupy(x) else np
 
@@ -431,6 +443,8 @@ def matmul(a, b, /, out=None, *, axes=None, mode=None, num_moduli=None, substrat
         numpy/cupy operands, an ``out`` the result cannot be cast to.
     """
     mode, num_moduli, substrate = _options(mode, num_moduli, substrate)
+    if _is_dask(a) or _is_dask(b):        # chunked operands: before _operands would compute them
+        return _on_dask("matmul", a, b, out, axes, mode, num_moduli, substrate)
     a, b = _operands(a, b)
     for i, v in enumerate((a, b)):
         if v.ndim == 0:
@@ -473,6 +487,8 @@ def dot(a, b, out=None, *, mode=None, num_moduli=None, substrate=None):
     Options and dtypes as for ``matmul``.
     """
     mode, num_moduli, substrate = _options(mode, num_moduli, substrate)
+    if (_is_dask(a) or _is_dask(b)) and max(a.ndim, b.ndim) <= 2:
+        return _on_dask("dot", a, b, out, None, mode, num_moduli, substrate)
     a, b = _operands(a, b, "dot")
     xp = _xp(a)
     if out is not None and not isinstance(out, type(a)):

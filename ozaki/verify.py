@@ -255,6 +255,8 @@ def run(profile="short", matmul=None, seed=None, gpu=True):
     if gpu:
         rows += check_backends(rng, p)
     rows += check_complex(rng, p, matmul) + check_fft(rng, p)
+    from .linalg import verify_cases                 # the dense linear-algebra dwarf
+    rows += [Row(**r) for r in verify_cases(profile, rng, gpu=gpu)]
     return rows
 
 

@@ -337,3 +337,19 @@ def test_cupy_fft():
     dx = da.from_array(x, chunks=(20, -1), asarray=False)
     assert_same_bits(cupy.asnumpy(od.fft(dx).compute(scheduler="threads", num_workers=1)),
                      cupy.asnumpy(offt.fft(x)))
+
+
+def test_ozaki_matmul_and_dot_take_dask_arrays(rng):
+    """ozaki.matmul / ozaki.dot on dask operands stay lazy and give ozaki.matmul's bits."""
+    import ozaki
+    A = rng.standard_normal((45, 70)) * np.exp2(rng.integers(-40, 40, (45, 70)))
+    B = rng.standard_normal((70, 33))
+    dA, dB = da.from_array(A, chunks=(20, 29)), da.from_array(B, chunks=(17, 11))
+    for mode in ("fast", "accurate", "exact"):
+        C = ozaki.matmul(dA, dB, mode=mode)
+        assert isinstance(C, da.Array)
+        want = ozaki.matmul(A, B, mode=mode)
+        assert np.array_equal(C.compute().view(np.int64), want.view(np.int64))
+        assert np.array_equal(ozaki.dot(dA, B, mode=mode).compute().view(np.int64), want.view(np.int64))
+    with pytest.raises(TypeError, match="dask"):
+        ozaki.matmul(dA, dB, out=np.empty((45, 33)))
