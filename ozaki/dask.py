@@ -209,44 +209,9 @@ def _exact_bits_block(stats, what):
     return xp.where(none, 0, stats[:, _TOP]).astype(xp.int64) - lsb
 
 
-def _exact_sizes(span_a, span_b, k, num_moduli):
-    """scheme.plan_exact's choice from the global spans: (width, moduli, slices_a,
-    slices_b, nearest).  A copy of the search in plan_exact, which reads the spans off
-    whole arrays; a pure scheme function of (span_a, span_b, k, num_moduli), called by
-    plan_exact too, would make this copy unnecessary."""
-    span_a = max(int(span_a), 1)
-    span_b = max(int(span_b), 1)
-    best = None
-    w = scheme.SLICE_QUANTUM
-    while True:
-        bits = min(w, span_a) + min(w, span_b) + scheme._clog2(k)
-        if num_moduli is None:
-            try:
-                m = crt.num_moduli_for_bits(bits)
-            except ValueError:
-                break
-        else:
-            if crt.usable_bits(num_moduli) < bits:
-                break
-            m = num_moduli
-        ta, tb = -(-span_a // w), -(-span_b // w)
-        cost = ta * tb * m
-        if best is None or cost < best[0]:
-            best = (cost, w, m, ta, tb)
-        if w >= max(span_a, span_b):
-            break
-        w += scheme.SLICE_QUANTUM
-    if best is None:
-        need = 2 * scheme.SLICE_QUANTUM + scheme._clog2(k)
-        raise ValueError(f"exact mode with k={k} needs at least "
-                         f"{crt.num_moduli_for_bits(need)} moduli, got num_moduli={num_moduli}")
-    _, w, m, ta, tb = best
-    return (w, m, ta, tb, False)
-
-
 def _exact_sizes_block(spans, k, num_moduli):
     """The exact mode's sizes as a block: int64 (5,) on the host, from the (2,) spans."""
-    sizes = _exact_sizes(int(spans[0]), int(spans[1]), k, num_moduli)
+    sizes = scheme.exact_sizes(int(spans[0]), int(spans[1]), k, num_moduli) + (False,)   # (.., nearest)
     return np.array([w or 0 for w in sizes], dtype=np.int64)
 
 

@@ -182,13 +182,11 @@ def _row_bits(xp, backend, X):
     return xp.where(zero_row, 0, top), xp.where(zero_row, 0, lsb)
 
 
-def plan_exact(xp, A, Bt, num_moduli, backend):
-    """Bottoms at the lowest set bit; slices of ``width`` bits; the cheapest width."""
-    k = A.shape[1]
-    top_a, beta_a = _row_bits(xp, backend, A)
-    top_b, beta_b = _row_bits(xp, backend, Bt)
-    span_a = max(int(xp.max(top_a - beta_a)), 1)                  # host sync: sizes depend on data
-    span_b = max(int(xp.max(top_b - beta_b)), 1)
+def exact_sizes(span_a, span_b, k, num_moduli=None):
+    """Exact mode's slicing for rows spanning ``span_a`` / ``span_b`` bits and inner
+    dimension k: (width, moduli, slices_a, slices_b), the cheapest width (slice pairs
+    times moduli) in steps of SLICE_QUANTUM; ValueError if ``num_moduli`` is too few."""
+    span_a, span_b = max(int(span_a), 1), max(int(span_b), 1)
     best = None
     w = SLICE_QUANTUM
     while True:
@@ -213,7 +211,17 @@ def plan_exact(xp, A, Bt, num_moduli, backend):
         need = 2 * SLICE_QUANTUM + _clog2(k)
         raise ValueError(f"exact mode with k={k} needs at least "
                          f"{crt.num_moduli_for_bits(need)} moduli, got num_moduli={num_moduli}")
-    _, w, m, ta, tb = best
+    return best[1:]
+
+
+def plan_exact(xp, A, Bt, num_moduli, backend):
+    """Bottoms at the lowest set bit; slices of ``width`` bits; the cheapest width."""
+    k = A.shape[1]
+    top_a, beta_a = _row_bits(xp, backend, A)
+    top_b, beta_b = _row_bits(xp, backend, Bt)
+    span_a = int(xp.max(top_a - beta_a))                  # host sync: sizes depend on data
+    span_b = int(xp.max(top_b - beta_b))
+    w, m, ta, tb = exact_sizes(span_a, span_b, k, num_moduli)
     return Plan("exact", m, w, beta_a, beta_b, ta, tb, (backend.scan_rows(A)[1], backend.scan_rows(Bt)[1]))
 
 
