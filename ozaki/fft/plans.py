@@ -1,21 +1,30 @@
 """How each length is transformed, and the constant matrices of every plan, cached.
 
-``choose(N, rows)`` picks the algorithm of a transform of ``rows`` rows of
-length N.  On the emulated products a call costs about one fixed overhead
-(planning, residues, CRT: ~1-2 ms on the CPU), plus work per residue of the
-operands (the constant matrix's residues are formed on every call) and per
-output (the CRT epilogue, ~1-3 us per complex output on the CPU), so:
+``choose(N, rows, kind)`` picks the algorithm of ``rows`` transforms of length N
+by a cost model of the emulated products, in units of one complex
+multiply-add of one row (all moduli), fitted to the CPU pipeline:
 
-* N <= SMALL_DIRECT (64): one product with the DFT matrix ("direct").
-* N <= DIRECT_MAX (256): direct for FOLD_MIN_ROWS rows or more (fewest
-  outputs); for fewer rows six-step when N factors (two small constant
-  matrices instead of one N x N: one 256-point transform 40 ms -> 8 ms).
-* longer N: six-step when N = N1 N2 with N1 <= 256 and N2 factoring again;
-  else direct up to DIRECT_ANY_MAX, Bluestein beyond.
+* a product costs a fixed PRODUCT (planning, residue split, CRT set-up:
+  ~2.5 ms on the CPU), plus CONSTANT per entry of its constant matrix (whose
+  residues are formed on every call), plus per row K + EPILOGUE per complex
+  output (K the inner length: 2 N1 for hi + lo constants; EPILOGUE, the CRT
+  and rounding of an output, weighs several hundred multiply-adds on the CPU
+  and fewer on the GPU: the value is a compromise); a real product costs a
+  third of a complex one.
+* direct (one product with the N x N DFT matrix, or for real kinds a real
+  product with half of it) against six-step (stage 1, its remainder, stage 2:
+  three products with N1- and N2-point matrices, three epilogues per point).
 
-The row count matters only through FOLD_MIN_ROWS (and stage 2's path, the
-same threshold), so a batch split into blocks of at least FOLD_MIN_ROWS rows
-gives the whole batch's bits (ozaki.dask relies on it).
+Many rows (FOLD_MIN_ROWS or more) weigh the per-row terms only; fewer rows
+weigh one row plus the fixed and constant costs: so one 256-point transform is
+six-step (8 ms instead of 40-160 ms direct) while a batch of them is direct
+(one epilogue per point instead of three).  The row count matters only
+through FOLD_MIN_ROWS (and stage 2's path, the same threshold), and lengths
+up to SMALL_DIRECT are direct either way, so a batch split into blocks of at
+least FOLD_MIN_ROWS rows gives the whole batch's bits (ozaki.dask relies on
+it).  Lengths with no factorization run direct up to DIRECT_ANY_MAX and
+through Bluestein beyond.  The plans are the same on every backend, so the
+CPU and the GPU give the same bits.
 
 Constants (twiddles.py: correctly rounded hi + lo) are kept per array module
 and device in a byte-bounded cache, least recently used dropped first.
@@ -30,10 +39,20 @@ import numpy as np
 
 from . import twiddles
 
-DIRECT_MAX = 256          # the six-step radix bound; direct DFT for many rows up to here
-SMALL_DIRECT = 64         # direct at any row count up to here
-DIRECT_ANY_MAX = 4096     # lengths without a usable factorization: direct DFT up to here
-FOLD_MIN_ROWS = 16        # rows from which stage 2 folds its twiddles (and 65..256 go direct)
+DIRECT_MAX = 256          # the six-step radix bound (N1, N2 <= 256 in two stages)
+SMALL_DIRECT = 48         # direct at any row count up to here
+DIRECT_ANY_MAX = 4096     # direct DFT up to here (lengths without a usable factorization beyond: Bluestein)
+FOLD_MIN_ROWS = 16        # rows from which stage 2 folds its twiddles and the costs count per row
+# the cost model (units: one complex multiply-add of one row, all moduli)
+EPILOGUE = 300            # per complex output of a product
+PRODUCT = 380_000         # per product
+CONSTANT = 170            # per complex entry of a constant matrix
+# fewer rows (ms on the CPU, fitted to single transforms of 32..509 points): a direct product,
+# a product of six-step or Bluestein (carrying remainders: wider operands), a constant entry
+FEW_PRODUCT_DIRECT = 2.1
+FEW_PRODUCT = 6.0
+FEW_CONSTANT = 1.14e-3
+BLUESTEIN_EXACT_MAX = 65536   # bluestein.EXACT_MAX: convolutions in two stages
 CACHE_BYTES = 1 << 30     # constants kept per array module and device
 
 
@@ -60,22 +79,63 @@ def factor(N):
     return deeper[0] if deeper else None
 
 
-@lru_cache(maxsize=4096)
-def choose(N, rows):
-    """The Plan for ``rows`` transforms of length N (only rows >= FOLD_MIN_ROWS matters)."""
-    many = rows >= FOLD_MIN_ROWS
-    f = factor(N) if N > SMALL_DIRECT else None
-    if N <= SMALL_DIRECT or (N <= DIRECT_MAX and (many or f is None)):
+def _costs_many(N, kind, f):
+    """Per-row costs (direct, six-step or None) of a batch, in complex multiply-adds."""
+    real = 3 if kind != "c2c" else 1
+    direct = N * (2 * N + EPILOGUE) / real
+    if f is None or f[1] > DIRECT_MAX:
+        return direct, None
+    N1, N2 = f
+    return direct, N * (5 * N1 + 3 * N2 + 3 * EPILOGUE)
+
+
+def _costs_few(N, kind, f):
+    """Costs (direct, six-step or None, Bluestein or None) of one transform, in ms of the
+    CPU pipeline: fixed costs per product (FEW_PRODUCT for the carried-remainder products
+    of six-step and Bluestein) and per constant entry (FEW_CONSTANT: its residues)."""
+    real = 2 if kind != "c2c" else 1
+    direct = FEW_PRODUCT_DIRECT + FEW_CONSTANT * 2 * N * N / real
+    six = None
+    if f is not None and f[1] <= DIRECT_MAX:
+        N1, N2 = f
+        six = 3 * FEW_PRODUCT + FEW_CONSTANT * (5 * N1 * N1 + 3 * N2 * N2)
+    blue = None
+    M = bluestein_length(N)
+    g = factor(M)
+    if M <= BLUESTEIN_EXACT_MAX and g is not None and g[1] <= DIRECT_MAX:
+        M1, M2 = g
+        blue = 8 * FEW_PRODUCT + FEW_CONSTANT * (8 * M1 * M1 + 12 * M2 * M2)
+    return direct, six, blue
+
+
+@lru_cache(maxsize=8192)
+def choose(N, rows, kind="c2c"):
+    """The Plan for ``rows`` transforms of length N of ``kind`` ("c2c", "r2c", "c2r"; the
+    real kinds run as c2c transforms unless direct).  Only rows >= FOLD_MIN_ROWS matters."""
+    if N <= SMALL_DIRECT:
         return Plan("direct")
-    if f is not None:
-        return Plan("six-step", *f)
-    return Plan("direct") if N <= DIRECT_ANY_MAX else Plan("bluestein")
+    f = factor(N)
+    if rows >= FOLD_MIN_ROWS:
+        direct, six = _costs_many(N, kind, f)
+        blue = None
+    else:
+        direct, six, blue = _costs_few(N, kind, f)
+    options = []
+    if N <= DIRECT_ANY_MAX:
+        options.append((direct, Plan("direct")))
+    if six is not None:
+        options.append((six, Plan("six-step", *f)))
+    if blue is not None:
+        options.append((blue, Plan("bluestein")))
+    if options:
+        return min(options, key=lambda o: o[0])[1]
+    return Plan("six-step", *f) if f is not None else Plan("bluestein")
 
 
-def algorithm(N, rows=FOLD_MIN_ROWS):
+def algorithm(N, rows=FOLD_MIN_ROWS, kind="c2c"):
     """How ``rows`` transforms of N points run: "direct" (one DFT product), "six-step" or
-    "bluestein" (the default row count is a batch: lengths up to 256 are then direct)."""
-    return choose(int(N), max(1, int(rows))).algorithm
+    "bluestein" (by default a batch of complex transforms)."""
+    return choose(int(N), max(1, int(rows)), kind).algorithm
 
 
 def bluestein_length(N):
@@ -109,15 +169,46 @@ def cached(xp, key, build):
     with _CACHE_LOCK:
         _CACHE[full] = value
         _CACHE.move_to_end(full)
-        total = sum(_nbytes(v) for v in _CACHE.values())
-        while total > CACHE_BYTES and len(_CACHE) > 1:
-            _, old = _CACHE.popitem(last=False)
-            total -= _nbytes(old)
+        _trim()
     return value
 
 
 def _nbytes(v):
-    return sum(a.nbytes for a in v) if isinstance(v, tuple) else v.nbytes
+    if isinstance(v, dict):
+        return sum(_nbytes(x) for x in v.values())
+    if isinstance(v, tuple):
+        return sum(_nbytes(x) for x in v)
+    return v.nbytes
+
+
+def _to_device(xp, v):
+    if isinstance(v, dict):
+        return {k: _to_device(xp, x) for k, x in v.items()}
+    if isinstance(v, tuple):
+        return tuple(_to_device(xp, x) for x in v)
+    return xp.asarray(v)
+
+
+def cached_tree(xp, key, build):
+    """As ``cached`` for a dict (or tuple) of arrays, nested."""
+    full = _device_key(xp) + key
+    with _CACHE_LOCK:
+        if full in _CACHE:
+            _CACHE.move_to_end(full)
+            return _CACHE[full]
+    value = _to_device(xp, build())
+    with _CACHE_LOCK:
+        _CACHE[full] = value
+        _CACHE.move_to_end(full)
+        _trim()
+    return value
+
+
+def _trim():
+    total = sum(_nbytes(v) for v in _CACHE.values())
+    while total > CACHE_BYTES and len(_CACHE) > 1:
+        _, old = _CACHE.popitem(last=False)
+        total -= _nbytes(old)
 
 
 def clear_cache():
@@ -182,17 +273,23 @@ def stage1(xp, N1, sign, split):
     return cached(xp, ("stage1", N1, sign, split), build)
 
 
+def stages_lift():
+    from .stages import LIFT
+    return LIFT
+
+
 def stage2_few(xp, N2, sign, div):
-    """[F2_hi; F2_lo; F2_hi]: stage 2 for few rows, after the error-free twiddle product."""
+    """[F2_hi; F2_lo; F2_hi / LIFT]: stage 2 for few rows, after the error-free twiddle
+    product (the remainder part enters lifted: stages.LIFT)."""
     def build():
         hi, lo = _dft_parts(N2, sign, div, True)
-        return np.concatenate([hi, lo, hi], axis=0)
+        return np.concatenate([hi, lo, hi / stages_lift()], axis=0)
     return cached(xp, ("stage2_few", N2, sign, div), build)
 
 
 def stage2_folded(xp, N1, N2, sign, div, split):
     """Stage 2 with the twiddles folded in: G[k1] (N2 x N2) with
-    G[k1, n2, k2] = w_N^(n2 (k1 + N1 k2)) / div, or [G_hi; G_lo; G_hi] along n2."""
+    G[k1, n2, k2] = w_N^(n2 (k1 + N1 k2)) / div, or [G_hi; G_lo; G_hi / LIFT] along n2."""
     def build():
         N = N1 * N2
         k1 = np.arange(N1)[:, None, None]
@@ -202,7 +299,7 @@ def stage2_folded(xp, N1, N2, sign, div, split):
         idx = (n2 * (k1 + N1 * k2)) % N
         if not split:
             return hi[idx]
-        return np.concatenate([hi[idx], lo[idx], hi[idx]], axis=1)
+        return np.concatenate([hi[idx], lo[idx], hi[idx] / stages_lift()], axis=1)
     return cached(xp, ("stage2_folded", N1, N2, sign, div, split), build)
 
 
@@ -214,6 +311,14 @@ def twiddle_grid(xp, N1, N2, sign, split):
         hi, lo = twiddles.roots_at(N, j, sign)
         return (hi, lo) if split else (hi,)
     return cached(xp, ("twiddles", N1, N2, sign, split), build)
+
+
+def chirp_parts(xp, N, sign, div=1):
+    """(hi, lo) of the chirp c_n = exp(sign i pi n**2 / N) / div, n < N (see ``chirp``)."""
+    def build():
+        n = np.arange(N, dtype=np.int64)
+        return twiddles.roots_at(2 * N, (n * n) % (2 * N), sign, div)
+    return cached(xp, ("chirp_parts", N, sign, div), build)
 
 
 def chirp(xp, N, sign, div=1):
