@@ -414,9 +414,12 @@ def matmul(a, b, /, out=None, *, axes=None, mode=None, num_moduli=None, substrat
     axes : list of tuples, optional
         numpy's gufunc ``axes``: the axes of ``a``, ``b`` and the result that
         hold the matrix dimensions (an int for a vector operand).
-    mode : {"fast", "accurate", "exact"}, optional
-        "exact" returns the correctly rounded exact product; "accurate"
-        (default) and "fast" keep as many input bits as ``num_moduli`` allows.
+    mode : {"fast", "accurate", "exact", "certified"}, optional
+        "exact" returns the correctly rounded exact product; "certified"
+        returns every entry faithful (one of the two float64 values bracketing
+        the exact value), proved per entry, the entries it cannot prove
+        recomputed exactly; "accurate" (default) and "fast" keep as many input
+        bits as ``num_moduli`` allows (a normwise promise).
     num_moduli : int, optional
         Moduli per product (1..49); None picks the mode's default.
     substrate : {"int8", "fp8"}, optional

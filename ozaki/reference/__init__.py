@@ -51,6 +51,23 @@ def _zero_sign(a, b):
     return -1.0 if all_negative_zero else 1.0
 
 
+def is_faithful(c, a, b):
+    """Whether c is a faithful value of sum_k a_k b_k: one of the two float64 values
+    bracketing the exact sum (the sum itself when it is a float64); IEEE's value where
+    an input is NaN/inf or the correctly rounded sum overflows."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    c = float(c)
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        want = exact_dot(a, b)
+        return (math.isnan(c) and math.isnan(want)) or c == want
+    exact = exact_sum(a.tolist(), b.tolist())
+    rn = round_fraction(exact)
+    if math.isinf(rn) or not math.isfinite(c):
+        return c == rn
+    return Fraction(c) == exact or Fraction(np.nextafter(c, -np.inf)) < exact < Fraction(np.nextafter(c, np.inf))
+
+
 def exact_matmul(A, B, entries=None):
     """Correctly rounded exact A @ B (2-D float arrays); ``entries``: optional list of (i, j)."""
     A = np.asarray(A, dtype=np.float64)

@@ -64,3 +64,15 @@ def test_dft_bins_and_l2():
     y = np.fft.fft(x)
     y[1] += 1e-6
     assert 1e-8 < reference.l2_error(y, ref, [0, 1, 2, 3]) < 1e-6
+
+
+def test_is_faithful():
+    from ozaki.reference import is_faithful
+    up, down = np.nextafter(1.0, 2.0), np.nextafter(1.0, 0.0)
+    assert is_faithful(1.0, [1.0, 2.0 ** -60], [1.0, 1.0]) and is_faithful(up, [1.0, 2.0 ** -60], [1.0, 1.0])
+    assert not is_faithful(down, [1.0, 2.0 ** -60], [1.0, 1.0])
+    assert is_faithful(1.0, [1.0, 2.0 ** -60], [1.0, -1.0]) and is_faithful(down, [1.0, 2.0 ** -60], [1.0, -1.0])
+    assert is_faithful(3.0, [1.0, 2.0], [1.0, 1.0]) and not is_faithful(np.nextafter(3.0, 4.0), [1.0, 2.0], [1.0, 1.0])
+    assert is_faithful(np.inf, [1e308, 1e308], [10.0, 10.0])
+    assert not is_faithful(np.finfo(float).max, [1e308, 1e308], [10.0, 10.0])
+    assert is_faithful(np.nan, [np.inf], [0.0]) and not is_faithful(0.0, [np.inf], [0.0])

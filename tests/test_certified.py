@@ -1,0 +1,122 @@
+"""Certified mode: every entry faithful, checked against exact Fractions; the error bound
+bounds the truncation error of accurate mode's integers, checked in Python ints."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import ozaki
+from ozaki import reference, scheme
+from ozaki.backends import numpy_backend
+from tests import inputs
+
+
+def all_faithful(C, A, B):
+    bad = [(i, j) for i in range(C.shape[0]) for j in range(C.shape[1]) if not reference.is_faithful(C[i, j], A[i], B[:, j])]
+    assert not bad, f"{len(bad)} entries not faithful, first {bad[:3]}"
+
+
+def test_the_accurate_modes_losses_are_certified_away():
+    A = np.array([[1.0, 1e-20, 3.0], [2.0, 1e-10, 1e-17]])
+    C = ozaki.matmul(A, np.eye(3), mode="certified")
+    assert np.array_equal(C, A)                      # exact values are floats: faithful means equal
+    assert not np.array_equal(ozaki.matmul(A, np.eye(3), mode="accurate"), A)
+
+
+@pytest.mark.parametrize("spread", [0, 20, 60, 300, 1000])
+def test_faithful_on_wide_exponent_ranges(rng, spread):
+    A, B = inputs.wide(rng, (24, 40), spread), inputs.wide(rng, (40, 20), spread)
+    all_faithful(ozaki.matmul(A, B, mode="certified"), A, B)
+
+
+def test_faithful_on_adversarial_families(rng):
+    cases = [inputs.cancelling(rng, 12, 50, 9),
+             (inputs.subnormal_heavy(rng, (10, 30)), inputs.normal(rng, (30, 8))),
+             (inputs.huge(rng, (8, 30)), inputs.huge(rng, (30, 8))),
+             (inputs.sprinkle_specials(rng, inputs.wide(rng, (12, 30), 40)),
+              inputs.sprinkle_zeros(rng, inputs.wide(rng, (30, 10), 40)))]
+    for A, B in cases:
+        all_faithful(ozaki.matmul(A, B, mode="certified"), A, B)
+
+
+def near_midpoint(rng, m, k, n):
+    """Row 0 times column j is c + s u/2 + t u 2**-60 exactly (c a float, u its ulp on the
+    side of s, s and t random signs, powers of two among the c: binade boundaries), the
+    other rows random: exact values within 2**-60 ulp of a rounding midpoint."""
+    A, B = inputs.normal(rng, (m, k)), inputs.normal(rng, (k, n))
+    A[0] = 0.0
+    A[0, :3] = 1.0
+    for j in range(n):
+        c = float(rng.standard_normal()) * 2.0 ** int(rng.integers(-40, 40))
+        if j % 3 == 0:
+            c = math.copysign(2.0 ** int(rng.integers(-40, 40)), c)
+        s, t = rng.choice([-1.0, 1.0]), rng.choice([-1.0, 1.0])
+        u = abs(np.nextafter(c, c + s * abs(c)) - c)        # the gap beside c on the side of s
+        B[:3, j] = [c, s * u / 2, t * u * 2.0 ** -60]
+    return A, B
+
+
+def test_faithful_near_rounding_midpoints(rng):
+    A, B = near_midpoint(rng, 6, 40, 7)
+    all_faithful(ozaki.matmul(A, B, mode="certified"), A, B)
+
+
+@settings(max_examples=30, deadline=None)
+@given(spread=st.integers(0, 1100), m=st.integers(1, 9), k=st.integers(1, 40), n=st.integers(1, 9),
+       seed=st.integers(0, 2 ** 32 - 1), complex_=st.booleans())
+def test_faithful_property(spread, m, k, n, seed, complex_):
+    rng = np.random.default_rng(seed)
+    A, B = inputs.wide(rng, (m, k), spread), inputs.wide(rng, (k, n), spread)
+    if complex_:
+        A2, B2 = inputs.wide(rng, (m, k), spread), inputs.wide(rng, (k, n), spread)
+        C = ozaki.matmul(A + 1j * A2, B + 1j * B2, mode="certified")
+        (xr, yr), (xi, yi) = reference.complex_as_real(A + 1j * A2, B + 1j * B2)
+        all_faithful(C.real, xr, yr)
+        all_faithful(C.imag, xi, yi)
+    else:
+        all_faithful(ozaki.matmul(A, B, mode="certified"), A, B)
+
+
+def test_stacks_are_certified_per_matrix(rng):
+    A = inputs.wide(rng, (5, 12, 30), 200)
+    B = inputs.wide(rng, (5, 30, 7), 200)
+    C = ozaki.matmul(A, B, mode="certified")
+    for g in range(5):
+        all_faithful(C[g], A[g], B[g])
+
+
+@pytest.mark.parametrize("nearest_mode,spread", [("accurate", 5), ("accurate", 200), ("fast", 30)])
+def test_error_bound_holds(rng, nearest_mode, spread):
+    """|A B - A'B' 2**(beta_i + beta_j)| <= Delta exactly (Python ints and Fractions), on a plan
+    with few moduli so that the truncation is large."""
+    A, B = inputs.wide(rng, (9, 33), spread), inputs.wide(rng, (33, 6), spread)
+    Bt = np.ascontiguousarray(B.T)
+    plan = scheme.make_plan(np, A, Bt, nearest_mode, 8, numpy_backend)
+    delta = scheme.error_bounds(np, A, Bt, plan, 1)[0]
+    Ai = reference.scaled_integers(A, plan.beta_a, axis=1, nearest=plan.nearest)
+    Bi = reference.scaled_integers(B, plan.beta_b, axis=0, nearest=plan.nearest)
+    for i in range(9):
+        for j in range(6):
+            exact = reference.exact_sum(A[i].tolist(), B[:, j].tolist())
+            scaled = Fraction(sum(Ai[i][k] * Bi[k][j] for k in range(33))) \
+                * Fraction(2) ** (int(plan.beta_a[i]) + int(plan.beta_b[j]))
+            assert abs(exact - scaled) <= Fraction(float(delta[i, j])), (i, j)
+
+
+def test_bound_is_backend_order_free(rng):
+    """The bound uses integer sums: permuting the inner dimension gives the same bits."""
+    A, B = inputs.wide(rng, (7, 50), 30), inputs.wide(rng, (50, 5), 30)
+    p = rng.permutation(50)
+    Bt = np.ascontiguousarray(B.T)
+    plan = scheme.make_plan(np, A, Bt, "accurate", 12, numpy_backend)
+    d1 = scheme.error_bounds(np, A, Bt, plan, 1)
+    d2 = scheme.error_bounds(np, np.ascontiguousarray(A[:, p]), np.ascontiguousarray(Bt[:, p]), plan, 1)
+    assert np.array_equal(d1, d2)
+
+
+def test_certified_moduli_default():
+    assert scheme.default_num_moduli("certified", 4096) == scheme.default_num_moduli("accurate", 4096) + \
+        scheme.CERTIFIED_EXTRA_MODULI
