@@ -3,11 +3,11 @@
 Signatures, argument rules, dtypes, ``out`` checks and error messages follow
 numpy 2's numpy.fft (and, through ``__ua_function__``, scipy.fft's), with two
 keyword-only additions: ``mode`` and ``num_moduli``, passed to the products.
-float32/float16/complex64 inputs give complex64 (or float32) results as numpy
-2 does: computed in float64 (the inputs convert exactly), then rounded to
-single precision (a second rounding: the result is not always the correctly
-rounded single-precision transform, but within one single-precision rounding
-of it).  Integer and bool inputs convert to float64 first, as numpy's do.
+float32/float16/complex64 inputs give complex64 (or float32, float16) results
+as numpy 2 does: computed in float64 (the inputs convert exactly), then
+rounded to the narrower type (a second rounding: the result is not always the
+correctly rounded single-precision transform, but within one single-precision
+rounding of it).  Integer and bool inputs convert to float64 first, as numpy's do.
 Extended precision (longdouble) raises TypeError: it does not fit float64.
 """
 
@@ -39,8 +39,7 @@ def _opts(mode, num_moduli):
 # ------------------------------------------------------------ dtypes --
 
 def _input(a, real_only=False):
-    """(array as float64 or complex128, single): single when numpy 2 would return single
-    precision (float16, float32, complex64 inputs)."""
+    """(array as float64 or complex128, the input's dtype)."""
     a = _asarray(a)
     kind, size = a.dtype.kind, a.dtype.itemsize
     if kind not in "biufc":
@@ -50,10 +49,17 @@ def _input(a, real_only=False):
                         "(extended precision is not supported)")
     if real_only and kind == "c":
         raise TypeError("ozaki.fft: input must be real (rfft and ihfft take real data)")
-    single = (kind == "f" and size <= 4) or (kind == "c" and size <= 8)
     if kind == "c":
-        return a.astype(np.complex128, copy=False), single
-    return a.astype(np.float64, copy=False), single
+        return a.astype(np.complex128, copy=False), a.dtype
+    return a.astype(np.float64, copy=False), a.dtype
+
+
+def _result_dtype(dtype, complex_out):
+    """numpy 2's: result_type(dtype, 1j) for complex results, result_type(real part, 1.0) for
+    real ones (so float32 and complex64 give single precision, float16 gives float16 reals)."""
+    if complex_out:
+        return np.result_type(dtype, 1j)
+    return np.result_type(np.empty(0, dtype).real.dtype, 1.0)
 
 
 def _div(norm, n, forward):
@@ -116,7 +122,7 @@ def _raw(a, n, axis, kind, forward, norm, out, opts, name):
 
     ``forward`` picks the sign (-1 forward, +1 inverse) and, with ``norm``, the scale.
     """
-    a, single = _input(a, real_only=(kind == "r2c"))
+    a, dtype = _input(a, real_only=(kind == "r2c"))
     if kind == "c2r" and a.dtype.kind == "f":
         a = a.astype(np.complex128)
     if a.ndim == 0:
@@ -129,8 +135,7 @@ def _raw(a, n, axis, kind, forward, norm, out, opts, name):
         raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
     div = _div(norm, n, forward)
     n_out = n // 2 + 1 if kind == "r2c" else n
-    complex_out = kind != "c2r"
-    result_dtype = (np.complex64 if single else np.complex128) if complex_out else (np.float32 if single else np.float64)
+    result_dtype = _result_dtype(dtype, kind != "c2r")
     if out is not None:
         _check_out(out, a, axis, n_out, name, result_dtype)
     y = transform_axis(a, n, axis, kind, -1 if forward else 1, div, opts)
@@ -151,10 +156,10 @@ def transform_axis(a, n, axis, kind, sign, div, opts):
     length = n // 2 + 1 if kind == "c2r" else n
     x = xp.moveaxis(_resize(a, length, axis), axis, -1)
     lead = x.shape[:-1]
-    x2 = xp.ascontiguousarray(x).reshape(-1, length)
-    x2, fix = specials.prepare(x2, kind, n)
+    original = xp.ascontiguousarray(x).reshape(-1, length)
+    x2, fix = specials.prepare(original, kind, n)
     y = stages.transform(x2, sign, div, opts, kind, n)
-    y = specials.finish(y, fix, kind, n, sign)
+    y = specials.finish(y, fix, kind, n, sign, original)
     return xp.moveaxis(y.reshape(lead + (y.shape[-1],)), -1, axis)
 
 

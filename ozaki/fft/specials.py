@@ -1,194 +1,238 @@
 """IEEE semantics of the transforms: NaN, infinities and signed zeros.
 
-Every output is defined as IEEE arithmetic on the exact terms of its DFT sum
-x_n w^(kn) (real and imaginary parts expanded: Re = xr c - xi s,
-Im = xr s + xi c with c, s the parts of w^(kn) / div), where a constant part
-that is exactly zero (w^(kn) = +-1 or +-i) contributes no term at all, as in
-the butterflies of numpy's pocketfft:
+Every output part is defined as IEEE arithmetic on the exact terms of its DFT
+sum x_n w^(kn) / div (Re = xr c - xi s, Im = xr s + xi c, c and s the parts
+of w^(kn) / div), where a constant part that is exactly zero (w^(kn) = +-1
+or +-i) contributes no term at all, as in the butterflies of numpy's
+pocketfft:
 
 * a part with a NaN term, or with both +inf and -inf terms, is NaN; else a
-  part with an infinite term is that infinity (finite terms cannot cancel it);
-  so a signal with one inf has inf at DC (and a NaN, NaN only where its
-  constants are nonzero);
-* a part whose terms are all zeros is -0 exactly when every term is -0
-  (x -0 times a positive constant, +0 times a negative one), else +0; so
-  fft([-0., -0.]) is [-0 + 0j, 0 + 0j] as numpy gives.
+  part with an infinite term is that infinity (finite terms cannot cancel
+  it); so a signal with one inf has inf at DC, and a NaN spreads only where
+  its constants are nonzero;
+* a part whose exact sum is zero is -0 exactly when every term is -0 (an
+  x = -0 times a positive constant, +0 times a negative one; so
+  fft([-0., -0.]) is [-0 + 0j, 0 + 0j] as numpy gives), else +0 (exact
+  cancellation, and parts with no term at all, such as the imaginary part of
+  an rfft's DC bin).
 
 The finite transform (stages.py) runs on the data with non-finite entries
-read as zeros; ``finish`` then sets the parts that have special terms, and
-the signs of the outputs of rows whose entries are all zeros.  Both are
-integer work on the exponents kn mod N (whether cos and sin of 2 pi kn / N
-are positive, negative or zero), on the host, for the affected rows only:
-O(N) per special entry, O(N) per zero row whose zeros share one sign per
-part, O(N**2) per zero row of mixed signs (an adversarial input).
-Other exact-zero outputs (cancellation) are +0 and underflows keep the sign
-of their exact value, as ozaki.matmul's products give them.
+read as zeros, and its products give zero signs by their own rule (constants
+that are exactly zero count there as terms); ``finish`` then sets the parts
+that have special terms, and the sign of every part that came out zero.  Both
+are integer work on the exponents kn mod N (whether cos and sin of
+2 pi kn / N are positive, negative or zero), vectorized, for the affected
+parts only: a zero part is settled by a nonzero entry with a nonzero
+constant (two witnesses per row are tried first), and otherwise term by term
+(O(N) per part: rows of zeros whose zeros share one sign per part take a
+closed form instead).  A zero that may be an underflow (a row with nonzero
+entries below 2**-800, whose exact sums could round to zero) keeps the sign
+the products gave it: the sign of its exact value.
 """
 
 import numpy as np
 
 CHUNK = 1 << 22          # exponents formed at once
+TINY = 2.0 ** -800       # rows with nonzero entries this small keep their zeros' signs
+
+
+def _xp_of(a):
+    return type(a).__module__.split(".")[0] == "cupy" and __import__("cupy") or np
 
 
 def _host(a):
-    return a.get() if hasattr(a, "get") and type(a).__module__.split(".")[0] == "cupy" else np.asarray(a)
+    return a.get() if type(a).__module__.split(".")[0] == "cupy" else np.asarray(a)
 
 
 def _signs(j, N):
-    """(sign of cos 2 pi j / N, sign of sin 2 pi j / N) as int8 arrays, exactly from j in [0, N)."""
+    """(sign of cos 2 pi j / N, sign of sin 2 pi j / N) as int8 arrays, exactly, j in [0, N)."""
     j4 = 4 * j
     c = np.where((j4 < N) | (j4 > 3 * N), 1, np.where((j4 == N) | (j4 == 3 * N), 0, -1)).astype(np.int8)
     s = np.where((j == 0) | (2 * j == N), 0, np.where(2 * j < N, 1, -1)).astype(np.int8)
     return c, s
 
 
-def prepare(x, kind, N):
-    """(x with non-finite entries read as zeros, fix or None) for the 2-D rows x of a
-    transform of kind "c2c", "r2c" or "c2r" (length N)."""
-    xp = type(x).__module__.split(".")[0] == "cupy" and __import__("cupy") or np
-    if x.size == 0:
-        return x, None
-    finite = xp.isfinite(x)
-    if kind == "c2r":                              # imaginary parts numpy's irfft never reads
-        ignored = xp.zeros(x.shape, dtype=bool)
-        ignored[:, 0] = True
-        if N % 2 == 0 and x.shape[1] == N // 2 + 1:
-            ignored[:, -1] = True
-        finite = xp.isfinite(x.real) & (xp.isfinite(x.imag) | ignored)
-    bad_rows = ~finite.all(axis=1)
-    zero_rows = ~(x != 0).any(axis=1) if kind != "c2r" else ~((x.real != 0).any(axis=1)
-                                                             | (x.imag[:, 1:(N + 1) // 2] != 0).any(axis=1))
-    if not bool(bad_rows.any()) and not bool(zero_rows.any()):
-        return x, None
-    bad = np.flatnonzero(_host(bad_rows))
-    zero = np.flatnonzero(_host(zero_rows))
-    fix = {"bad": bad, "zero": zero, "rows": _host(x[xp.asarray(np.concatenate([bad, zero]))])}
-    if bad.size:
-        if kind == "c2r":
-            clean = xp.where(xp.isfinite(x.real), x.real, 0) + 0j
-            clean.imag = xp.where(xp.isfinite(x.imag), x.imag, 0)
-            x = clean
-        else:
-            x = xp.where(xp.isfinite(x), x, 0) if x.dtype.kind == "f" else _finite_complex(xp, x)
-    return x, fix
+# The terms of each output part: (input part, constant part, negated), the input parts being
+# 0 = real, 1 = imaginary (c2r: imaginary parts of bins 1..(N-1)//2 only).
+_TERMS = {"c2c": [[(0, "c", False), (1, "s", True)], [(0, "s", False), (1, "c", False)]],
+          "r2c": [[(0, "c", False)], [(0, "s", False)]],
+          "c2r": [[(0, "c", False), (1, "s", True)]]}
 
 
-def _finite_complex(xp, x):
-    out = xp.empty_like(x)
-    out.real = xp.where(xp.isfinite(x.real), x.real, 0)
-    out.imag = xp.where(xp.isfinite(x.imag), x.imag, 0)
-    return out
-
-
-def finish(out, fix, kind, N, sign):
-    """Set the special parts and the zero rows' signs in the transform ``out`` (2-D rows)."""
-    if fix is None:
-        return out
-    xp = type(out).__module__.split(".")[0] == "cupy" and __import__("cupy") or np
-    rows = fix["rows"]
-    nb = len(fix["bad"])
-    for r, row in zip(fix["bad"], rows[:nb]):
-        current = _host(out[int(r)])
-        out[int(r)] = xp.asarray(_special_row(current, row, kind, N, sign))
-    for r, row in zip(fix["zero"], rows[nb:]):
-        out[int(r)] = xp.asarray(_zero_row(row, kind, N, sign, out.dtype))
-    return out
-
-
-def _terms(row, kind, N, sign):
-    """Per input entry that can contribute: (index, value, which) with which 0 for real
-    parts and 1 for imaginary parts (c2r: bins 0 and N/2 have no imaginary term)."""
+def _inputs(row, kind, N):
+    """Per input part: (positions, values) of the entries that have terms."""
     if kind == "r2c":
-        return [(np.arange(len(row)), row.astype(np.float64), 0)]
-    parts = [(np.arange(len(row)), row.real, 0)]
+        return [(np.arange(len(row)), np.asarray(row, dtype=np.float64))]
+    parts = [(np.arange(len(row)), row.real)]
     if kind == "c2r":
         k = np.arange(1, (N + 1) // 2)
-        parts.append((k, row.imag[k], 1))
+        parts.append((k, row.imag[k]))
     else:
-        parts.append((np.arange(len(row)), row.imag, 1))
+        parts.append((np.arange(len(row)), row.imag))
     return parts
 
 
-def _outputs(kind, N):
-    return np.arange(N // 2 + 1 if kind == "r2c" else N)
-
-
-def _term_signs(n, which, k, N, sign, kind):
-    """For entries n (parts ``which``) and outputs k: the signs (-1, 0, 1) of the constant
-    each entry is multiplied by in the real and the imaginary part of each output
-    (c2r: the real output only; its imaginary-part terms carry -s)."""
+def _constant_signs(n, k, ctype, N, sign):
+    """Signs of the constant part ``ctype`` for entries n (m,) and outputs k (p,): (m, p)."""
     c, s = _signs(np.outer(n, k) % N, N)
-    s = s * np.int8(sign)
-    if kind == "c2r":
-        return (c if which == 0 else -s), None
-    if which == 0:
-        return c, s                        # xr c -> Re, xr s -> Im
-    return -s, c                           # -xi s -> Re, xi c -> Im
+    return c if ctype == "c" else s * np.int8(sign)
 
 
-def _special_row(current, row, kind, N, sign):
-    k = _outputs(kind, N)
-    nparts = 1 if kind == "c2r" else 2
-    pos = np.zeros((nparts, len(k)), dtype=bool)
-    neg = np.zeros_like(pos)
-    nan = np.zeros_like(pos)
-    for n, v, which in _terms(row, kind, N, sign):
-        special = ~np.isfinite(v)
-        n, v = n[special], v[special]
-        step = max(1, CHUNK // max(len(k), 1))
-        for i in range(0, len(n), step):
-            nn, vv = n[i:i + step], v[i:i + step]
-            for p, t in enumerate(_term_signs(nn, which, k, N, sign, kind)[:nparts]):
-                vs = np.sign(vv)[:, None]
-                isnan = np.isnan(vv)[:, None]
-                nan[p] |= (isnan & (t != 0)).any(axis=0)
-                pos[p] |= (~isnan & (vs * t > 0)).any(axis=0)
-                neg[p] |= (~isnan & (vs * t < 0)).any(axis=0)
-    result = np.where(nan | (pos & neg), np.nan, np.where(pos, np.inf, np.where(neg, -np.inf, np.nan)))
-    touched = nan | pos | neg
+def prepare(x, kind, N):
+    """(x with non-finite entries read as zeros, fix or None) for the 2-D rows x of a
+    transform of kind "c2c", "r2c" or "c2r" (length N)."""
+    xp = _xp_of(x)
+    if x.size == 0:
+        return x, None
     if kind == "c2r":
-        return np.where(touched[0], result[0], current)
-    out = current.copy()
-    out.real = np.where(touched[0], result[0], current.real)
-    out.imag = np.where(touched[1], result[1], current.imag)
+        read = xp.concatenate([x.real, x.imag[:, 1:(N + 1) // 2]], axis=1)   # what numpy's irfft reads
+    elif x.dtype.kind == "c":
+        read = xp.concatenate([x.real, x.imag], axis=1)
+    else:
+        read = x
+    finite = xp.isfinite(read)
+    bad = ~finite.all(axis=1)
+    any_bad = bool(bad.any())
+    if any_bad:
+        if kind == "c2r":
+            clean = xp.empty_like(x)
+            clean.real = xp.where(xp.isfinite(x.real), x.real, 0)
+            clean.imag = xp.where(xp.isfinite(x.imag), x.imag, 0)
+            x = clean
+        elif x.dtype.kind == "c":
+            clean = xp.empty_like(x)
+            clean.real = xp.where(xp.isfinite(x.real), x.real, 0)
+            clean.imag = xp.where(xp.isfinite(x.imag), x.imag, 0)
+            x = clean
+        else:
+            x = xp.where(finite, x, 0)
+    magnitude = xp.abs(read)
+    tiny = ((magnitude < TINY) & (magnitude > 0)).any(axis=1)
+    return x, {"bad": bad if any_bad else None, "tiny": tiny, "original": read if any_bad else None}
+
+
+def finish(out, fix, kind, N, sign, original):
+    """Set the special parts and the signs of the zero parts of the transform ``out`` of the
+    2-D rows ``original`` (the input as given, non-finite entries included)."""
+    if fix is None or out.size == 0:
+        return out
+    xp = _xp_of(out)
+    if fix["bad"] is not None:                                   # rows with NaN or inf (rare)
+        rows = np.flatnonzero(_host(fix["bad"]))
+        data = _host(original[xp.asarray(rows)])
+        result = _host(out[xp.asarray(rows)]).copy()
+        for i in range(len(rows)):
+            result[i] = _specials_row(result[i], data[i], kind, N, sign)
+        out[xp.asarray(rows)] = xp.asarray(result)
+    parts = [out] if kind == "c2r" else [out.real, out.imag]
+    zero = [(p == 0) & ~fix["tiny"][:, None] for p in parts]
+    rows = np.flatnonzero(_host(xp.stack([z.any(axis=1) for z in zero]).any(axis=0)))
+    if rows.size == 0:
+        return out
+    data = _host(original[xp.asarray(rows)])
+    result = _host(out[xp.asarray(rows)]).copy()
+    values = [result] if kind == "c2r" else [result.real.copy(), result.imag.copy()]
+    inputs = _inputs_2d(data, kind, N)
+    for o, terms in enumerate(_TERMS[kind]):
+        r, k = np.nonzero(_host(zero[o][xp.asarray(rows)]))
+        if r.size:
+            values[o][r, k] = np.where(_zero_rule(r, k, o, terms, inputs, kind, N, sign), -0.0, 0.0)
+    if kind != "c2r":
+        result.real, result.imag = values
+    out[xp.asarray(rows)] = xp.asarray(result)
     return out
 
 
-def _zero_row(row, kind, N, sign, dtype):
-    """The transform of a row of zeros: every part +0 but where all its terms are -0."""
-    k = _outputs(kind, N)
-    nparts = 1 if kind == "c2r" else 2
-    terms = _terms(row, kind, N, sign)
-    negative = np.ones((nparts, len(k)), dtype=bool)
-    present = np.zeros((nparts, len(k)), dtype=bool)
-    uniform = all(len(v) == 0 or np.all(np.signbit(v)) or not np.any(np.signbit(v)) for _, v, _ in terms)
-    if uniform:
-        # One sign per part: only output 0 can have all terms -0 (every other output has
-        # constants of both signs among its nonzero ones), and there the terms are the
-        # entries of the part times 1 (cos 0) in the matching output part.
-        negative[:, 1:] = False
-        for n, v, which in terms:
-            if len(v):
-                p = 0 if kind == "c2r" else which          # xr -> Re X_0, xi -> Im X_0 (s = 0)
-                if kind == "c2r" and which == 1:
-                    continue                                # sin 0 = 0: no term
-                present[p, 0] = True
-                negative[p, 0] &= bool(np.all(np.signbit(v)))
-    else:
-        step = max(1, CHUNK // max(len(row), 1))
-        for k0 in range(0, len(k), step):
-            kk = k[k0:k0 + step]
-            for n, v, which in terms:
-                signbit = np.signbit(v)[:, None]
-                for p, t in enumerate(_term_signs(n, which, kk, N, sign, kind)[:nparts]):
-                    # a term (entry times constant t != 0) is -0 when the signs differ
-                    is_term = t != 0
-                    present[p, k0:k0 + step] |= is_term.any(axis=0)
-                    negative[p, k0:k0 + step] &= np.all(~is_term | (signbit != (t < 0)), axis=0)
-    value = np.where(negative & present, -0.0, 0.0)
+def _inputs_2d(data, kind, N):
+    """Per input part: (positions, values (rows, entries)) of the entries that have terms."""
+    if kind == "r2c":
+        return [(np.arange(data.shape[1]), np.asarray(data, dtype=np.float64))]
+    parts = [(np.arange(data.shape[1]), data.real)]
     if kind == "c2r":
-        return value[0]
-    out = np.empty(len(k), dtype=dtype)
-    out.real = value[0]
-    out.imag = value[1]
+        k = np.arange(1, (N + 1) // 2)
+        parts.append((k, data.imag[:, k]))
+    else:
+        parts.append((np.arange(data.shape[1]), data.imag))
+    return parts
+
+
+def _zero_rule(r, k, o, terms, inputs, kind, N, sign):
+    """Whether each zero part (row r, output k) is -0: settled +0 by a witness (a nonzero
+    entry, the first or the last of its part in the row, whose constant is nonzero); rows of
+    zeros of one sign per part by the closed form; the rest term by term."""
+    negative = np.zeros(len(r), dtype=bool)
+    open_ = np.ones(len(r), dtype=bool)
+    for part, ctype, negated in terms:
+        n, v = inputs[part]
+        if v.shape[1] == 0:
+            continue
+        nz = v != 0
+        has = nz.any(axis=1)
+        for w in (np.argmax(nz, axis=1), nz.shape[1] - 1 - np.argmax(nz[:, ::-1], axis=1)):
+            j = (k * n[w[r]]) % N
+            c, s = _signs(j, N)
+            open_ &= ~(has[r] & ((c if ctype == "c" else s) != 0))
+    all_zero = np.ones(len(inputs[0][1]), dtype=bool)
+    uniform = np.ones(len(inputs[0][1]), dtype=bool)
+    for n, v in inputs:
+        all_zero &= ~(v != 0).any(axis=1)
+        sb = np.signbit(v)
+        uniform &= sb.all(axis=1) | ~sb.any(axis=1)
+    closed = open_ & all_zero[r] & uniform[r]
+    if closed.any():
+        # only output 0 can have all terms -0 (every other output has constants of both signs
+        # among its nonzero ones, n = 0 giving cos 0 = 1); there the terms are one part's
+        # entries times cos 0 = 1: real parts into Re (c2r: the output), imaginary into Im
+        part = 0 if kind == "c2r" else o
+        if not (kind == "r2c" and o == 1):                  # rfft's Im: sin 0 = 0, no term
+            v = inputs[part][1]
+            if v.shape[1]:
+                negative[closed] = (k[closed] == 0) & np.signbit(v[r[closed]]).all(axis=1)
+    todo = np.flatnonzero(open_ & ~closed)
+    step = max(1, CHUNK // max(N, 1))
+    for i in range(0, len(todo), step):
+        idx = todo[i:i + step]
+        rr, kk = r[idx], k[idx]
+        present = np.zeros(len(idx), dtype=bool)
+        all_negative = np.ones(len(idx), dtype=bool)
+        for part, ctype, negated in terms:
+            n, v = inputs[part]
+            c, s = _signs((kk[:, None] * n[None, :]) % N, N)                   # (parts, entries)
+            t = c if ctype == "c" else s * np.int8(sign)
+            vals = v[rr]
+            has = t != 0
+            present |= has.any(axis=1)
+            # the term v t (negated: -v t) is -0 when v is a zero and the signs differ
+            minus_zero = (vals == 0) & ((np.signbit(vals) != (t < 0)) != negated)
+            all_negative &= np.all(~has | minus_zero, axis=1)
+        negative[idx] = present & all_negative
+    return negative
+
+
+def _specials_row(current, row, kind, N, sign):
+    inputs = _inputs(row, kind, N)
+    values = [current] if kind == "c2r" else [current.real.copy(), current.imag.copy()]
+    k = np.arange(len(values[0]))
+    for o, terms in enumerate(_TERMS[kind]):
+        pos = np.zeros(len(k), dtype=bool)
+        neg = np.zeros(len(k), dtype=bool)
+        nan = np.zeros(len(k), dtype=bool)
+        for part, ctype, negated in terms:
+            n, v = inputs[part]
+            special = ~np.isfinite(v)
+            n, v = n[special], v[special]
+            step = max(1, CHUNK // max(len(k), 1))
+            for i in range(0, len(n), step):
+                t = _constant_signs(n[i:i + step], k, ctype, N, sign)
+                vs = np.sign(v[i:i + step])[:, None] * (-1 if negated else 1)
+                isnan = np.isnan(v[i:i + step])[:, None]
+                nan |= (isnan & (t != 0)).any(axis=0)
+                pos |= (~isnan & (vs * t > 0)).any(axis=0)
+                neg |= (~isnan & (vs * t < 0)).any(axis=0)
+        special = nan | pos | neg
+        values[o][special] = np.where(nan | (pos & neg), np.nan, np.where(pos, np.inf, -np.inf))[special]
+    if kind == "c2r":
+        return values[0]
+    out = np.empty(len(values[0]), dtype=np.complex128)
+    out.real, out.imag = values
     return out

@@ -1,0 +1,181 @@
+"""ozaki.fft's numpy.fft interface: numpy 2's argument rules, out=, dtypes, the helper
+functions, and the scipy.fft backend's extra functions, against numpy and scipy themselves."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import ozaki.fft as of
+
+
+def close(got, want, tol=1e-12):
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    scale = max(float(np.abs(want).max()), 1.0) if want.size else 1.0
+    assert np.allclose(got, want, rtol=tol, atol=tol * scale)
+
+
+def test_repeated_axes_in_numpys_order():
+    x = np.ones((2, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = of.rfftn(x, axes=(0, 0, 1), s=(10, 20, 40))
+    assert got.shape == np.fft.rfftn(x, axes=(0, 0, 1), s=(10, 20, 40)).shape == (10, 21)
+    close(got, np.fft.fft(np.fft.fft(np.fft.rfft(x, axis=1, n=40), axis=0, n=20), axis=0, n=10))
+    y = np.random.default_rng(1).standard_normal((4, 5)) + 0j
+    close(of.fftn(y, s=(10, 20), axes=(0, 0)), np.fft.fftn(y, s=(10, 20), axes=(0, 0)))
+    close(of.irfftn(y, s=(6, 7, 8), axes=(1, 0, 1)), np.fft.irfftn(y, s=(6, 7, 8), axes=(1, 0, 1)))
+
+
+@pytest.mark.parametrize("fn", ["fftn", "ifftn", "fft2", "ifft2", "rfftn", "irfftn", "rfft2", "irfft2"])
+def test_s_minus_one_and_deprecations(fn, rng):
+    x = rng.standard_normal((6, 10))
+    ours, numpys = getattr(of, fn), getattr(np.fft, fn)
+    close(ours(x, s=(-1, 5), axes=(0, 1)), numpys(x, s=(-1, 5), axes=(0, 1)))
+    with pytest.warns(DeprecationWarning, match="`axes` should not be `None` if `s`"):
+        got = ours(x, s=(-1, 5), axes=None)
+    with pytest.warns(DeprecationWarning):
+        want = numpys(x, s=(-1, 5), axes=None)
+    close(got, want)
+    with pytest.warns(DeprecationWarning, match="array containing `None` values to `s`"):
+        got = ours(x, s=(None, 4), axes=(0, 1))
+    with pytest.warns(DeprecationWarning):
+        want = numpys(x, s=(None, 4), axes=(0, 1))
+    close(got, want)
+
+
+def test_out_argument(rng):
+    x = rng.standard_normal((6, 8)) + 1j * rng.standard_normal((6, 8))
+    out = np.zeros((6, 8), complex)
+    assert of.fft(x, out=out) is out
+    close(out, np.fft.fft(x))
+    fortran = np.zeros((8, 6), complex).T
+    assert of.fft(x, axis=0, out=fortran) is fortran
+    close(fortran, np.fft.fft(x, axis=0))
+    y = x.copy()
+    assert of.fft(y, out=y) is y                                  # in place: computed first
+    close(y, np.fft.fft(x))
+    r = rng.standard_normal((6, 8))
+    out = np.zeros((6, 5), complex)
+    assert of.rfft(r, out=out) is out
+    close(out, np.fft.rfft(r))
+    out = np.zeros((6, 8))
+    assert of.irfft(np.fft.rfft(r), 8, out=out) is out
+    close(out, np.fft.irfft(np.fft.rfft(r), 8))
+    out = np.zeros((6, 8), np.complex64)                          # same_kind: complex128 -> complex64
+    of.fft(x, out=out)
+    close(out, np.fft.fft(x).astype(np.complex64), 1e-6)
+
+
+def test_out_errors_as_numpy():
+    x = np.arange(30.)
+    for fn in (of.fft, np.fft.fft):
+        with pytest.raises(TypeError, match="must be of ArrayType"):
+            fn(x, out="")
+        with pytest.raises(ValueError, match="has wrong shape"):
+            fn(x, out=np.zeros_like(x).reshape(5, -1))
+        with pytest.raises(TypeError, match="Cannot cast"):
+            fn(x, out=np.zeros_like(x, dtype=float))                # a float out drops nothing silently
+    x3 = np.ones((10, 5, 6)) + 0j
+    for fn in (of.fftn, np.fft.fftn):
+        with pytest.raises(ValueError, match="has wrong shape"):
+            fn(x3, out=np.zeros_like(x3), s=(3, 3, 3), axes=(0, 1, 2))
+    with pytest.raises(ValueError, match="wrong shape"):
+        of.fft(np.ones((4, 6)), out=np.zeros((5, 6), complex))    # numpy's ufunc refuses it too
+
+
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_hermitian_and_2d_functions(rng, norm):
+    x = rng.standard_normal((5, 14)) + 1j * rng.standard_normal((5, 14))
+    r = rng.standard_normal((6, 9))
+    close(of.hfft(x, norm=norm), np.fft.hfft(x, norm=norm))
+    close(of.hfft(x, 27, norm=norm), np.fft.hfft(x, 27, norm=norm))
+    close(of.ihfft(r, norm=norm), np.fft.ihfft(r, norm=norm))
+    close(of.ihfft(r, 13, axis=0, norm=norm), np.fft.ihfft(r, 13, axis=0, norm=norm))
+    close(of.rfft2(r, norm=norm), np.fft.rfft2(r, norm=norm))
+    close(of.irfft2(x, s=(4, 11), norm=norm), np.fft.irfft2(x, s=(4, 11), norm=norm))
+
+
+def test_helpers_same_values_as_numpy():
+    for n in (1, 2, 7, 8, 31):
+        for d in (1.0, 0.1, 3):
+            assert np.array_equal(of.fftfreq(n, d), np.fft.fftfreq(n, d))
+            assert np.array_equal(of.rfftfreq(n, d), np.fft.rfftfreq(n, d))
+    x = np.arange(60).reshape(3, 4, 5)
+    for axes in (None, 0, 1, (0, 2), [2, 1]):
+        assert np.array_equal(of.fftshift(x, axes), np.fft.fftshift(x, axes))
+        assert np.array_equal(of.ifftshift(x, axes), np.fft.ifftshift(x, axes))
+    with pytest.raises(ValueError, match="integer"):
+        of.fftfreq(4.0)
+
+
+@pytest.mark.parametrize("dtype, out", [(np.float32, np.complex64), (np.float16, np.complex64),
+                                        (np.complex64, np.complex64), (np.int16, np.complex128),
+                                        (np.bool_, np.complex128), (np.float64, np.complex128)])
+def test_dtypes_as_numpy_2(dtype, out):
+    x = (np.arange(12) % 5).astype(dtype)
+    assert of.fft(x).dtype == np.fft.fft(x).dtype == out
+    if np.dtype(dtype).kind != "c":
+        assert of.rfft(x).dtype == np.fft.rfft(x).dtype
+        assert np.array_equal(of.rfft(x), of.rfft(x.astype(np.float64)).astype(of.rfft(x).dtype))
+    assert of.irfft(x).dtype == np.fft.irfft(x).dtype
+    # computed in float64 (exact conversion), rounded once more to single precision
+    assert np.array_equal(of.fft(x), of.fft(x.astype(np.result_type(x, 1j))).astype(out))
+
+
+def test_extended_precision_refused():
+    with pytest.raises(TypeError, match="extended precision"):
+        of.fft(np.ones(4, np.longdouble))
+
+
+def test_scipy_backend_extras(rng):
+    scipy_fft = pytest.importorskip("scipy.fft")
+    x = rng.standard_normal((6, 10)) + 1j * rng.standard_normal((6, 10))
+    r = rng.standard_normal((6, 10))
+    want = {name: getattr(scipy_fft, name)(arg, **kw) for name, arg, kw in
+            [("hfft2", x, {}), ("hfftn", x, {"s": (4, 9)}), ("ihfft2", r, {}), ("ihfftn", r, {"axes": (0,)}),
+             ("hfft", x, {"n": 11}), ("ihfft", r, {"norm": "ortho"}), ("fftn", x, {"s": (-1, 7)}),
+             ("irfftn", x, {"workers": 2})]}
+    with scipy_fft.set_backend(of, only=True):
+        for name, arg, kw in [("hfft2", x, {}), ("hfftn", x, {"s": (4, 9)}), ("ihfft2", r, {}),
+                              ("ihfftn", r, {"axes": (0,)}), ("hfft", x, {"n": 11}), ("ihfft", r, {"norm": "ortho"}),
+                              ("fftn", x, {"s": (-1, 7)}), ("irfftn", x, {"workers": 2})]:
+            close(getattr(scipy_fft, name)(arg, **kw), want[name])
+        with pytest.raises(ValueError, match="unique"):
+            scipy_fft.fftn(x, axes=(0, 0))
+        with pytest.raises(NotImplementedError, match="No selected backends"):
+            scipy_fft.dct(r)                                      # declined: dct/dst are not emulated
+    assert of.__ua_function__(scipy_fft.fft, (x,), {"plan": object()}) is NotImplemented
+
+
+@st.composite
+def nd_case(draw):
+    ndim = draw(st.integers(1, 3))
+    shape = tuple(draw(st.integers(1, 6)) for _ in range(ndim))
+    k = draw(st.integers(1, ndim))
+    axes = draw(st.lists(st.integers(-ndim, ndim - 1), min_size=k, max_size=k))
+    s = draw(st.one_of(st.none(), st.lists(st.sampled_from([-1, 1, 2, 3, 5, 8]), min_size=k, max_size=k)))
+    norm = draw(st.sampled_from([None, "ortho", "forward"]))
+    fn = draw(st.sampled_from(["fftn", "ifftn", "rfftn", "irfftn"]))
+    return shape, axes, s, norm, fn
+
+
+@given(nd_case(), st.integers(0, 2 ** 32 - 1))
+@settings(max_examples=40, deadline=None)
+def test_property_nd_matches_numpy(case, seed):
+    """Random shapes, axes (repeats included), s (with -1) and norms: numpy's shapes, dtypes
+    and values (or numpy's exception type)."""
+    shape, axes, s, norm, fn = case
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    if fn != "rfftn":
+        x = x + 1j * rng.standard_normal(shape)
+    try:
+        want = getattr(np.fft, fn)(x, s=s, axes=axes, norm=norm)
+    except Exception as e:            # noqa: BLE001 - the same kind of error is expected
+        with pytest.raises(type(e)):
+            getattr(of, fn)(x, s=s, axes=axes, norm=norm)
+        return
+    close(getattr(of, fn)(x, s=s, axes=axes, norm=norm), want)
