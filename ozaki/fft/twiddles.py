@@ -56,9 +56,7 @@ bits on fresh random samples and on the exact cases.
 """
 
 import math
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from functools import lru_cache
 
@@ -71,7 +69,6 @@ K = 6                            # fractional limbs
 FRAC = LIMB * K                  # fractional bits of every fixed-point value
 SEED_MAX = 48                    # tables this short come straight from mpmath intervals
 CHUNK = 1 << 13                  # products formed per GEMM (keeps the temporaries in cache)
-THREADS = min(2, os.cpu_count() or 1)   # workers for the largest tables
 
 _MPMATH = threading.Lock()       # mpmath's precision is global state
 
@@ -149,14 +146,12 @@ def _right_matrix(V):
     return R.reshape(2 * K1, 2 * S1 * B)
 
 
-def _columns(Urows, R, B, lowest=1):
+def _columns(Urows, R, B):
     """Exact, carried column sums of U[a] V[b] for a block of rows of U: (rows, 2, K + 2, B);
-    column s weighs 2**(-LIMB s); after the carries from column K (lowest=2: from K, the
-    last column left as summed) down to ``lowest``... columns lowest..K lie in [0, 2**LIMB)."""
+    column s weighs 2**(-LIMB s), columns 1.. in [0, 2**LIMB) after the carries."""
     C = (Urows.reshape(len(Urows), -1) @ R).reshape(len(Urows), 2, K + 2, B)
     q = np.empty(C[:, :, 0].shape)
-    top = K + 1 if lowest == 1 else K
-    for s in range(top, 0, -1):                  # floor division by 2**24 and carry: exact in float64
+    for s in range(K + 1, 0, -1):                # floor division by 2**24 and carry: exact in float64
         np.multiply(C[:, :, s], 2.0 ** -LIMB, out=q)
         np.floor(q, out=q)
         C[:, :, s - 1] += q
@@ -211,17 +206,17 @@ def _half_gap(x):
 
 
 def _round_columns(C, E):
-    """(hi, lo, sure) from the columns C (..., K + 2, n) of values X~ with |X - X~| <= E:
-    columns 1..K carried into [0, 2**24), column K + 1 as summed (|C| < 14 * 2**48)."""
+    """(hi, lo, sure) from the carried columns C (..., K + 2, n) of values X~ with
+    |X - X~| <= E (columns 1.. in [0, 2**24), so g3 < 2**-144)."""
     assert K == 6
     g0 = C[..., 0, :] + (C[..., 1, :] + C[..., 2, :] * 2.0 ** -24) * 2.0 ** -24     # exact: 49 bits
     g1 = (C[..., 3, :] + C[..., 4, :] * 2.0 ** -24) * 2.0 ** -72                  # exact: 48 bits
     g2 = (C[..., 5, :] + C[..., 6, :] * 2.0 ** -24) * 2.0 ** -120
-    g3 = C[..., 7, :] * 2.0 ** -168                                                # |g3| < 2**-116
+    g3 = C[..., 7, :] * 2.0 ** -168                                                # exact, < 2**-144
     slack = 1 - 2.0 ** -50                       # covers the roundings of the tests' own sums
     s1 = g0 + g1                                 # Fast2Sum: g0 = 0 or g0 >= 2**-48 > g1 >= 0
     r1 = g1 - (s1 - g0)
-    sure = np.abs(r1) + (np.abs(g2 + g3) + E) < _half_gap(s1) * slack
+    sure = np.abs(r1) + ((g2 + g3) + E) < _half_gap(s1) * slack
     s2, r2 = _two_sum(r1, g2)
     sure &= s2 != 0
     sure &= np.abs(r2 + g3) + E < _half_gap(s2) * slack
@@ -331,19 +326,14 @@ def _octant(Q, div):
     rows = max(1, CHUNK // B)
 
     def block(a0):
-        C = _columns(U[a0:a0 + rows], R, B, lowest=2)    # (r, 2, K + 2, B), column K + 1 raw
+        C = _columns(U[a0:a0 + rows], R, B)              # (r, 2, K + 2, B), carried
         span = slice(a0 * B, (a0 + len(C)) * B)
         outs = [x[:, span].reshape(2, len(C), B).transpose(1, 0, 2) for x in (hi, lo, sure)]
         for out, value in zip(outs, _round_columns(C, E)):
             out[...] = value
 
-    starts = range(0, A, rows)
-    if THREADS > 1 and len(starts) > 1:                  # numpy and BLAS release the GIL
-        with ThreadPoolExecutor(THREADS) as pool:
-            list(pool.map(block, starts))
-    else:
-        for a0 in starts:
-            block(a0)
+    for a0 in range(0, A, rows):                         # (worker threads measured no faster:
+        block(a0)                                        # BLAS threads serve the GEMMs)
     hi, lo, sure = hi[:, :count], lo[:, :count], sure[:, :count]
     if e:          # the power of two of the scale, exact on the rounded values (|values| > 2**-300)
         np.ldexp(hi, -e, out=hi)
