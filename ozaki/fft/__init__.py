@@ -20,19 +20,29 @@ readable on its own:
     specials.py       IEEE semantics: NaN, inf and signed zeros of the exact sums
     twiddles.py       the roots of unity, correctly rounded
 
-Lengths up to 64 are one direct DFT product; up to 256 direct for 16 rows
-or more and six-step (when the length factors) for fewer; longer lengths
-factor as N1 N2 with N1 <= 256 (two stages up to 65536; beyond, stage 2
-recurses with one rounded twiddle product), else a direct DFT up to 4096
-points and Bluestein's chirp-z beyond (``algorithm(N, rows)`` says which).
-Real transforms (rfft, irfft, hfft, ihfft) of direct lengths are real
-products: a third of the complex work.
+Plans (``algorithm(N, rows, kind)`` says which): lengths up to 48 are one
+direct DFT product; longer ones are direct, six-step (N = N1 N2, N1, N2 <=
+256; beyond 65536 stage 2 recurses with one rounded twiddle product) or
+Bluestein's chirp-z, whichever a cost model of the products picks: batches
+(16 rows or more) count the work per row (one product with the N x N matrix
+has one CRT epilogue per point, six-step three), single transforms count the
+fixed and constant costs of each product (one 509-point transform: 73 ms by
+Bluestein's exact path instead of 0.75 s by its 509 x 509 matrix).  Real
+transforms (rfft, irfft, hfft, ihfft, and fft/ifft of real rows) of direct
+lengths are real products: a third of the complex work.  The plans are the
+same on every backend, and depend on the row count only through the
+16-row threshold.
 
 Precision: ``mode`` and ``num_moduli`` (keyword-only) are passed to the
-products; the default ``mode="exact"`` rounds each stage's output once
-(stage 1's rounding remainder is computed exactly and carried into stage 2),
-so the only float64-sized rounding of a two-stage or direct transform is the
-last one.
+products; the default ``mode="exact"`` rounds each stage's output once and
+carries its exactly computed, rounded remainder into the next (Bluestein's
+elementwise products are error-free pairs), so the only float64-sized
+rounding is the last one, for every length up to 65536 and for unfactorable
+lengths up to 32768 (beyond: one rounded twiddle product per recursion, or
+Bluestein's rounded path).  What is dropped is below 2**-100 of the terms,
+so results that are exactly zero come out as zero only where the plan is one
+product.  NaN, inf and signed zeros follow IEEE
+arithmetic on the exact sums (specials.py).
 """
 
 from . import twiddles

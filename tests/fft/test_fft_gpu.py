@@ -1,0 +1,51 @@
+"""ozaki.fft on cupy arrays: the CPU's bits on every plan (direct, six-step with few and many
+rows, Bluestein's exact and rounded paths, the real products) and with IEEE specials.
+Skipped without a CUDA device (tests/conftest.py)."""
+
+import numpy as np
+import pytest
+
+import ozaki.fft as of
+
+pytestmark = pytest.mark.gpu
+
+
+def _same_bits(gpu, cpu):
+    got = gpu.get()
+    assert got.shape == cpu.shape and got.dtype == cpu.dtype
+    nan = np.isnan(got) | np.isnan(cpu)
+    assert np.array_equal(np.isnan(got), np.isnan(cpu))
+    assert np.array_equal(np.where(nan, 0, got).view(np.uint8), np.where(nan, 0, cpu).view(np.uint8))
+
+
+CASES = [("fft", (1, 16), {}), ("fft", (1, 100), {}), ("fft", (20, 100), {}), ("ifft", (3, 480), {"norm": "ortho"}),
+         ("fft", (1, 331), {}), ("fft", (2, 4099), {}), ("fft", (2, 1024), {}), ("fft", (1, 4096), {}),
+         ("fft", (1, 509), {"mode": "accurate"}), ("rfft", (20, 200), {}), ("rfft", (1, 300), {}),
+         ("irfft", (20, 101), {"n": 200}), ("irfft", (1, 151), {"n": 300}), ("hfft", (3, 40), {}),
+         ("ihfft", (3, 40), {}), ("fftn", (4, 6, 10), {}), ("rfftn", (5, 4, 18), {"axes": (0, 0, 2), "s": (3, 6, 16)})]
+
+
+@pytest.mark.parametrize("name, shape, kw", CASES)
+def test_same_bits_as_cpu(rng, name, shape, kw):
+    cupy = pytest.importorskip("cupy")
+    x = rng.standard_normal(shape)
+    if name not in ("rfft", "ihfft", "rfftn"):
+        x = x + 1j * rng.standard_normal(shape)
+    fn = getattr(of, name)
+    _same_bits(fn(cupy.asarray(x), **kw), fn(x, **kw))
+
+
+def test_specials_same_bits_as_cpu(rng):
+    cupy = pytest.importorskip("cupy")
+    x = rng.standard_normal((6, 30)) + 1j * rng.standard_normal((6, 30))
+    x[0, 3] = np.inf
+    x[1].imag[7] = -np.inf
+    x[2, 0] = np.nan
+    x[3] = complex(-0.0, 0.0)
+    x[4].real[::2] = -0.0
+    x[4].real[1::2] = 0.0
+    x[4].imag[:] = -0.0
+    for fn in (of.fft, of.ifft):
+        _same_bits(fn(cupy.asarray(x)), fn(x))
+    _same_bits(of.rfft(cupy.asarray(x.real)), of.rfft(x.real))
+    _same_bits(of.irfft(cupy.asarray(x[:, :16]), 30), of.irfft(x[:, :16], 30))
