@@ -304,12 +304,19 @@ def stage2_folded(xp, N1, N2, sign, div, split):
 
 
 def twiddle_grid(xp, N1, N2, sign, split):
-    """The twiddles w_N^(k1 n2) between the stages, (N1, N2): (hi,) or (hi, lo)."""
+    """The twiddles w_N^(k1 n2) between the stages, (N1, N2): (hi,) or (hi, lo).  Row k1
+    is the table read with stride k1 (k1 n2 < N1 N2: no reduction mod N, no index array)."""
     def build():
         N = N1 * N2
-        j = np.arange(N1, dtype=np.int64)[:, None] * np.arange(N2, dtype=np.int64)[None, :]
-        hi, lo = twiddles.roots_at(N, j, sign)
-        return (hi, lo) if split else (hi,)
+        tables = twiddles.root_parts(N, sign) if split else (twiddles.roots(N, sign),)
+        grids = []
+        for table in tables:
+            grid = np.empty((N1, N2), dtype=np.complex128)
+            grid[0] = table[0]
+            for k1 in range(1, N1):
+                grid[k1] = table[0:k1 * N2:k1]
+            grids.append(grid)
+        return tuple(grids)
     return cached(xp, ("twiddles", N1, N2, sign, split), build)
 
 

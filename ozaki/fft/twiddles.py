@@ -355,14 +355,14 @@ def _order(N):
     return 8 * N // g, N // g, 8 // g
 
 
-def _unfold(h, l, o, rho, sign):
-    """The roots in octants o at octant positions rho (arrays) from the octant tables:
-    swaps and negations only, so each part stays correctly rounded."""
+def _unfold(tables, o, rho, sign):
+    """The roots in octants o at octant positions rho (arrays) from the octant tables
+    (hi and/or lo): swaps and negations only, so each part stays correctly rounded."""
     swap = ((o + 1) & 2) != 0                    # octants 1, 2, 5, 6: cos and sin trade places
     neg_c = (o >= 2) & (o <= 5)
     neg_s = o >= 4
     out = []
-    for table in (h, l):
+    for table in tables:
         c, s = table[0][rho], table[1][rho]
         re = np.where(swap, s, c)
         im = np.where(swap, c, s)
@@ -382,7 +382,7 @@ def roots_at(N, j, sign, div=1):
     o = t // M
     r = t - o * M
     rho = np.where(o & 1, M - r, r)
-    return _unfold(h, l, o, rho, sign)
+    return _unfold((h, l), o, rho, sign)
 
 
 def roots(N, sign, div=1):
@@ -391,21 +391,24 @@ def roots(N, sign, div=1):
     ``div``: 1 (no scaling), a positive d (times 1/d), or -d (times 1/sqrt(d)):
     the normalizations of numpy.fft folded into the constants.
     """
-    return root_parts(N, sign, div)[0]
+    return _table(N, sign, div, 1)[0]
 
 
-@lru_cache(maxsize=16)
 def root_parts(N, sign, div=1):
     """(hi, lo): hi = the rounded roots, lo = the rounded remainders (root - hi), j = 0..N-1.
 
     hi + lo carries each root to about 106 bits: the FFT uses both so that its
-    constants add no rounding error of float64 size.  Built by octant slices
-    (no index arithmetic over all N).
+    constants add no rounding error of float64 size.
     """
+    return _table(N, sign, div, 2)
+
+
+@lru_cache(maxsize=16)
+def _table(N, sign, div, parts):
+    """The N roots, (hi,) or (hi, lo), built by octant slices (no index arithmetic over all N)."""
     Q, M, step = _order(N)
-    h, l = octant(Q, div)
-    hi = np.empty(N, dtype=np.complex128)
-    lo = np.empty(N, dtype=np.complex128)
+    tables = octant(Q, div)[:parts]
+    out = [np.empty(N, dtype=np.complex128) for _ in range(parts)]
     for o in range(8):
         j0 = -(-o * M // step)                       # first j with t = step j in octant o
         j1 = min(N, -(-(o + 1) * M // step))
@@ -414,8 +417,9 @@ def root_parts(N, sign, div=1):
         t0 = step * j0 - o * M
         n = j1 - j0
         rho = np.arange(t0, t0 + n * step, step) if o % 2 == 0 else M - np.arange(t0, t0 + n * step, step)
-        hi[j0:j1], lo[j0:j1] = _unfold(h, l, np.full(n, o), rho, sign)
-    return hi, lo
+        for dst, src in zip(out, _unfold(tables, np.full(n, o), rho, sign)):
+            dst[j0:j1] = src
+    return tuple(out)
 
 
 def dft_matrix(N, sign, div=1, part=0):
