@@ -69,6 +69,7 @@ import dask.array as da
 import numpy as np
 
 from . import backend_for, crt, get_config, scheme
+from . import _result_dtype as _matmul_result_dtype
 from . import fft as _ozfft
 from . import gemm as substrates
 from .crt.kulisch import LIMB_BITS
@@ -549,18 +550,8 @@ def _options(mode, num_moduli, substrate):
 
 
 def _result_dtype(a, b):
-    """numpy's result dtype, after refusing what no exact product gives (as ozaki.matmul)."""
-    for label, x in (("a", a), ("b", b)):
-        dt = x.dtype
-        if dt.kind not in "biufc":
-            raise TypeError(f"ozaki.dask.matmul: {label} has unsupported dtype {dt}")
-        if (dt.kind == "f" and dt.itemsize > 8) or (dt.kind == "c" and dt.itemsize > 16):
-            raise TypeError(f"ozaki.dask.matmul: {label} has dtype {dt}, which "
-                            f"{'complex128' if dt.kind == 'c' else 'float64'} cannot hold exactly")
-    rt = np.result_type(a.dtype, b.dtype)
-    if rt.kind in "biu":
-        return rt
-    return np.dtype(np.complex128 if rt.kind == "c" else np.float64)
+    """numpy's result dtype, after refusing what no exact product gives: ozaki.matmul's rule."""
+    return _matmul_result_dtype(a, b, "dask.matmul")
 
 
 def _as_float_block(x, rt, label):
