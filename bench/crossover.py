@@ -195,9 +195,11 @@ def main(argv=None):
     ap.add_argument("--sweep", action="store_true", help="time the kernel alone under SWEEP_TILES first")
     ap.add_argument("--profile", action="store_true", help="profile small products' host time last")
     ap.add_argument("--tiles-out", help="with --sweep: write the best tiles as OZAKI_FUSED_TILES's value here")
+    ap.add_argument("--max-work", type=int, default=None, help="skip cases with more than this batch*m*n*k")
     ap.add_argument("--out", default="bench/results/crossover.json")
     a = ap.parse_args(argv)
-    cases = [c for c in CASES if a.cases is None or c[0] in a.cases]
+    cases = [c for c in CASES if (a.cases is None or c[0] in a.cases)
+             and (a.max_work is None or c[1] * c[2] * c[3] * c[4] <= a.max_work)]
     tiles, best = sweep(a.repeats) if a.sweep else ([], {})
     if best.get("short") and best.get("long"):          # the cases under the tiles the sweep chose
         from ozaki.backends import cupy_backend as be

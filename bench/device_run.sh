@@ -9,6 +9,8 @@
 #   last   epilogue kernel tests, a cProfile of fftn 256^3, FFT 2^24 and 512^3 (one run each)
 #   check  GPU tests, FFT 2^16, 2^20, 256^3, ZGEMM 4096 and 8192
 #   final  GPU tests, fp8 exactness, steps, GEMM 1024..16384, ZGEMM, fp8 vs int8, FFT up to 2^24, 512^3
+#   diag   all GPU tests, the crossover table and host profile, the small-accumulator reduction
+#          off, the fused kernel under ncu (about 8 min)
 #   fused  tile sweep, fused/cuBLAS crossover table and host profile, all GPU tests under the chosen
 #          tiles, linalg, dask and FFT benchmarks  (under 9 min; wheels for dask in .whl)
 set -u
@@ -37,6 +39,14 @@ if [ "$profile" = fused ]; then      # one call: tiles swept and chosen, then ev
     stage linalg 80 python3 -m bench.linalg --sizes 8192 16384 --out "$W/linalg.json"
     stage dask 60 python3 -m bench.dask_gemm --sizes 32768 --out "$W/dask.json"
     stage fft 40 python3 -m bench.fft --cubes 128 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
+elif [ "$profile" = diag ]; then      # GPU tests, the crossover table, the fused kernel under ncu
+    stage gpu_tests 240 python3 -m pytest -q --maxfail=20 -m gpu tests -p no:cacheprovider --junitxml="$W/gpu_tests.xml"
+    stage crossover 150 python3 -m bench.crossover --profile --out "$W/crossover.json"
+    stage crossover_f64 40 env OZAKI_FUSED_SMALL_ACC=0 python3 -m bench.crossover --cases stack complex-stack \
+        --max-work 4294967296 --out "$W/crossover_f64.json"
+    stage ncu 90 ncu --clock-control none -k regex:fused --launch-skip 2 --launch-count 6 \
+        --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+        --section ComputeWorkloadAnalysis --section InstructionStats python3 -m bench.fused_probe
 elif [ "$profile" = quick ]; then
     stage gpu_tests 170 python3 -m pytest -q --maxfail=5 -m gpu tests -p no:cacheprovider
     stage steps 60 python3 -m bench.steps --sizes 8192 16384 --probes --out "$W/steps.json"

@@ -195,8 +195,7 @@ def _bound_block(a, b, ea, eb):
 
 def _accurate_bottoms_block(mmax, e, bound):
     """scheme.plan_accurate's bottoms from the maxima of the whole bound GEMM."""
-    xp = backend_for(mmax).xp
-    return -(e + scheme._shifts_under(xp, mmax.astype(xp.float64), bound) // 2)
+    return backend_for(mmax).bound_bottoms(mmax, e, bound)
 
 
 def _exact_bits_block(stats, what):
@@ -226,10 +225,10 @@ def _sizes(sizes):
 
 
 def _found(xp, flags_a, flags_b):
-    """scheme._flags_found over these rows and columns: bit 0 NaN/inf, bit 1 zeros.
+    """The backend's flags_found over these rows and columns: bit 0 NaN/inf, bit 1 zeros.
     The fix-ups change only entries whose row or column holds such values, so
     deciding them per output block gives the whole product's result."""
-    return scheme._flags_found(xp, scheme.Plan(None, 0, None, None, None, 1, 1, (flags_a, flags_b)))
+    return backend_for(flags_a).flags_found(flags_a, flags_b)
 
 
 def _ieee_operands(xp, a, b):

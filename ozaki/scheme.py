@@ -128,17 +128,6 @@ def plan_fast(xp, A, Bt, m, backend):
     return Plan("fast", m, None, beta_a, beta_b, 1, 1, (fa, fb))
 
 
-def _shifts_under(xp, v, bound):
-    """Per entry, the largest integer s with 2**s v <= bound (v >= 0 exact in float64).
-
-    From the exponents alone (v = f 2**r, bound = g 2**q, f and g in [0.5, 1)):
-    s = q - r, one less when f > g.  Exact integer work, the same on every backend.
-    """
-    f, r = xp.frexp(v)
-    g, q = math.frexp(bound)
-    return q - r.astype(xp.int64) - (f > g).astype(xp.int64)
-
-
 def plan_accurate(xp, A, Bt, m, backend, parts=1, batch=1, path="cublas"):
     """Bottoms from M = ceil6(|A|) ceil6(|B|) >= sum_k |A||B| 2**(eA + eB) (one int8 GEMM).
 
@@ -174,10 +163,9 @@ def plan_accurate(xp, A, Bt, m, backend, parts=1, batch=1, path="cublas"):
     else:
         M = backend.gemm(ahat[None], bhat[None], batch)[:, 0]      # exact: <= k * 2**12
         row_max, col_max = xp.max(M, axis=2).reshape(-1), xp.max(M, axis=1).reshape(-1)
-    t = _shifts_under(xp, row_max.astype(xp.float64), bound) // 2
-    u = _shifts_under(xp, col_max.astype(xp.float64), bound) // 2
     nearest = k * 2 ** 12 <= bound
-    return Plan("accurate", m, None, -(ea + t), -(eb + u), 1, 1, (fa, fb), nearest)
+    return Plan("accurate", m, None, backend.bound_bottoms(row_max, ea, bound),
+                backend.bound_bottoms(col_max, eb, bound), 1, 1, (fa, fb), nearest)
 
 
 def _row_bits(xp, backend, X):
@@ -498,11 +486,6 @@ def _needing_fixups(xp, C, found):
     return [int(g) for g in xp.flatnonzero(zero.any(axis=1)).tolist()]     # one host sync
 
 
-def _flags_found(xp, plan):
-    flags = xp.concatenate(plan.flags)
-    return int((flags & 1).any()) + 2 * int((flags & 2).any())     # the one host sync
-
-
 def matmul2d(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", path="auto"):
     """C = A @ B for 2-D float64 or complex128 arrays of the backend, exactly-then-rounded.
 
@@ -571,7 +554,7 @@ def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate
         path, m, n, k, batch, plan.num_moduli, parts, plan.slices_a * plan.slices_b)
     C = [c.reshape(batch, m, n) for c in
          product_finite(A_parts, Bt_parts, plan, backend, workspace, batch, substrate, product_path)]
-    found = _flags_found(xp, plan)
+    found = backend.flags_found(*plan.flags)        # the one host sync
     needing = _needing_fixups(xp, C, found)
     if needing:                        # the matrices that need them, as one stack
         g = xp.asarray(needing) if len(needing) < batch else slice(None)

@@ -20,6 +20,7 @@ memoized per device; everything runs on the current CuPy stream.
 """
 
 import functools
+import math
 import os
 
 import cupy
@@ -91,21 +92,25 @@ def _doubles(values):
     return "{" + ", ".join(float(v).hex() for v in values) + "}"
 
 
-def _array(name, values):
-    """A __constant__ double array definition."""
-    return f"__constant__ double {name} = {_doubles(values)};\n"
+def _array(name, values, ctype="double"):
+    """A __constant__ array definition (double, or float: values exact in float32
+    or rounded to nearest, as float(v).hex() literals are)."""
+    return f"__constant__ {ctype} {name} = {_doubles(values)};\n"
 
 
 @functools.lru_cache(maxsize=None)
 def _constant_tables(m, crt=False):
     """The moduli's constants as compile-time tables, so the kernels' fully
     unrolled loops read them as constant-bank operands instead of loads:
-    MOD_P, MOD_INV (1/p rounded), MOD_C26, MOD_C52 (2**26, 2**52 mod p), and
+    MOD_P, MOD_INV (1/p rounded), MOD_C26, MOD_C52 (2**26, 2**52 mod p), their
+    float32 forms MOD_PF, MOD_HF (floor(p / 2)), MOD_INVF (fused.cu's SMALL_ACC), and
     with ``crt`` the CRT limbs CRT_C[i][l], CRT_P[l] and CRT_INV_P."""
     ps = _moduli(m)
     src = (_array("MOD_P[]", ps) + _array("MOD_INV[]", [1.0 / p for p in ps])
            + _array("MOD_C26[]", [pow(2, 26, p) for p in ps])
-           + _array("MOD_C52[]", [pow(2, 52, p) for p in ps]))
+           + _array("MOD_C52[]", [pow(2, 52, p) for p in ps])
+           + _array("MOD_PF[]", ps, "float") + _array("MOD_HF[]", [p // 2 for p in ps], "float")
+           + _array("MOD_INVF[]", [float(np.float32(1.0 / p)) for p in ps], "float"))
     if crt:
         k = crt_constants(m)
         src += (f"__constant__ double CRT_C[{m}][{k.L}] = {{{', '.join(_doubles(row) for row in k.c_limbs)}}};\n"
@@ -183,6 +188,29 @@ def transposed(x):
     cublas.dgeam(_cublas(), cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, k, n,
                  one.ctypes.data, x.data.ptr, n, zero.ctypes.data, out.data.ptr, k, out.data.ptr, k)
     return out
+
+
+# numpy_backend.bound_bottoms in one elementwise kernel (the plan's ~20 array
+# operations were most of the host time of a small product): frexp of the
+# integer maxima, exact in float64; s >> 1 is floor(s / 2) for negative s too.
+_BOUND_BOTTOMS = cupy.ElementwiseKernel(
+    "T maxima, int64 e, float64 g, int64 q", "int64 beta",
+    "int r; double f = frexp((double)maxima, &r); long long s = q - r - (f > g ? 1 : 0); beta = -(e + (s >> 1));",
+    "ozaki_bound_bottoms")
+
+
+def bound_bottoms(maxima, e, bound):
+    """As numpy_backend.bound_bottoms, one kernel."""
+    g, q = math.frexp(bound)
+    return _BOUND_BOTTOMS(maxima, e, g, q)
+
+
+_FLAGS_OR = cupy.ReductionKernel("T flags", "int32 found", "flags", "a | b", "found = a", "0", "ozaki_flags_or")
+
+
+def flags_found(flags_a, flags_b):
+    """As numpy_backend.flags_found: two reductions and one 4-byte read (the host sync)."""
+    return int(_FLAGS_OR(flags_a) | _FLAGS_OR(flags_b)) & 3
 
 
 # Rows up to this long are scanned by one warp each (8 rows a block) instead of
@@ -418,6 +446,10 @@ def _tiles_from_env(tiles):
 
 FUSED_TILES = _tiles_from_env(FUSED_TILES)
 SHARED_MAX = 227 * 1024
+# Inner dimensions (times the Karatsuba parts) up to this reduce their int32
+# accumulators (|x| <= kp 2**14 <= 2**22) on the FP32 pipe (fused.cu, SMALL_ACC);
+# OZAKI_FUSED_SMALL_ACC=0 turns it off, for bench/crossover.py's comparison.
+SMALL_ACC_K = 256 if os.environ.get("OZAKI_FUSED_SMALL_ACC", "1") != "0" else 0
 # Inner dimensions whose int32 accumulators cannot overflow: |r| <= 128, so a
 # real product stays below k 2**14 < 2**31; a complex one accumulates
 # Im = P3 - P1 - P2 below 3 k 2**14.  (The 6-bit ceilings of the bound GEMM
@@ -511,6 +543,8 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1):
     LP = crt_constants(num_moduli).L
     defines = (("NMOD", num_moduli), ("NIN", parts), ("NPAIRS", npairs), ("LP", LP),
                ("LACC", LP if npairs == 1 else LP + max(shifts) + 1), ("EPILOGUE_CRT", 1))
+    if parts * a_stacks[0].shape[-1] <= SMALL_ACC_K and SMALL_ACC_K:
+        defines += (("SMALL_ACC", 1),)
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
     tail = (shift_table, cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
             cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(m * n), np.int64(n))
@@ -525,8 +559,8 @@ def bound_maxima(ahat, bhat, batch=1):
     M never reaches memory."""
     a, b = _pad(ahat[None]), _pad(bhat[None])
     m, n = a.shape[1] // batch, b.shape[1] // batch
-    row_max = cupy.zeros(batch * m, dtype=cupy.int32)
-    col_max = cupy.zeros(batch * n, dtype=cupy.int32)
+    maxima = cupy.zeros(batch * (m + n), dtype=cupy.int32)          # one memset for both
+    row_max, col_max = maxima[:batch * m], maxima[batch * m:]
     if m and n:
         defines = (("NMOD", 1), ("NIN", 1), ("NPAIRS", 1), ("LP", 1), ("LACC", 1), ("EPILOGUE_BOUND", 1))
         _fused_launch(defines, (1, True), [a], [b], 1, m, n, batch, m, n, 0, (row_max, col_max))

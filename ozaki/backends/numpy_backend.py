@@ -6,6 +6,7 @@ product is an integer below k * 2**14, exact in float64 for k < 2**39 whatever
 order or FMA use the BLAS picks.
 """
 
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -81,6 +82,29 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False):
             sumsq = (ci * ci).sum(axis=1)
         c = c.astype(np.int8) if hat else None
     return amax, flags, e, c, sumsq
+
+
+def bound_bottoms(maxima, e, bound, xp=np):
+    """Accurate mode's bottoms from its bound GEMM (scheme.plan_accurate):
+    -(e + floor(s / 2)) per row, s the largest integer with 2**s maxima <= bound.
+
+    From the exponents alone (maxima = f 2**r, bound = g 2**q, f and g in
+    [0.5, 1)): s = q - r, one less when f > g.  Exact integer work (the maxima
+    are integers below 2**31, exact in float64), so kernels agree bit for bit.
+    """
+    f, r = xp.frexp(maxima.astype(xp.float64))
+    g, q = math.frexp(bound)
+    s = q - r.astype(xp.int64) - (f > g).astype(xp.int64)
+    return -(e + s // 2)
+
+
+def flags_found(flags_a, flags_b):
+    """Which IEEE fix-ups a product needs, from scan_rows's row flags of A and B^T:
+    bit 0 some row has NaN/inf, bit 1 some row has a zero (an int on the host)."""
+    found = 0
+    for flags in (flags_a, flags_b):
+        found |= int(np.bitwise_or.reduce(flags, initial=0)) if flags.size else 0
+    return found & 3
 
 
 def digits(x, beta, width, nearest=False):
