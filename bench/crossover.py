@@ -68,7 +68,7 @@ def kernel_alone(dA, dB, repeats):
     rb = [[be.residues(Bt, plan.beta_b, None, plan.num_moduli, plan.nearest)]]
     t, _ = common.time_gpu(lambda: be.fused_product(ra, rb, [0], plan.num_moduli, plan.beta_a, plan.beta_b, batch),
                            warmup=2, repeats=repeats)
-    bm, bn = be._fused_tile(plan.num_moduli, k)[:2]
+    bm, bn = be._fused_tile(plan.num_moduli, k, (m, n, batch))[:2]
     kp = ra[0][0].shape[-1]
     reads = plan.num_moduli * kp * (batch * m * -(-n // bn) + batch * n * -(-m // bm))
     outputs = batch * m * n

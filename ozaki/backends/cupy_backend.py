@@ -462,11 +462,33 @@ def _fused_shared(tile, residue_tiles):
     return stages * (bm + bn) * (bk + 16) + residue_tiles * bm * (bn + 4)
 
 
-def _fused_tile(residue_tiles, k=SHORT_K):
+# A launch of fewer blocks than this per multiprocessor leaves the SMs short of
+# warps to hide latency with: the square 512^2 product took 0.137 ms on 32
+# blocks of the long tile (bench/results/2026-12-03-4b1c962/crossover.txt).
+FUSED_MIN_BLOCKS_PER_SM = 2
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device):
+    return cupy.cuda.Device(device).attributes["MultiProcessorCount"]
+
+
+def _fused_tile(residue_tiles, k=SHORT_K, shape=None):
     """The first tile (for inner dimension k) whose shared memory holds ``residue_tiles``
-    residue tiles, or None."""
-    tiles = FUSED_TILES["short" if k <= SHORT_K else "long"]
-    return next((t for t in tiles if _fused_shared(t, residue_tiles) <= SHARED_MAX), None)
+    residue tiles, or None.  With ``shape`` (m, n, batch): the first of those whose
+    grid has FUSED_MIN_BLOCKS_PER_SM blocks per multiprocessor, else the one with
+    the most blocks (small products trade tile efficiency for occupancy)."""
+    tiles = [t for t in FUSED_TILES["short" if k <= SHORT_K else "long"]
+             if _fused_shared(t, residue_tiles) <= SHARED_MAX]
+    if not tiles or shape is None:
+        return tiles[0] if tiles else None
+    m, n, batch = shape
+
+    def blocks(t):
+        return -(-m // t[0]) * -(-n // t[1]) * batch
+
+    enough = FUSED_MIN_BLOCKS_PER_SM * _multiprocessors(_device())
+    return next((t for t in tiles if blocks(t) >= enough), max(tiles, key=blocks))
 
 
 def fused_fits(num_moduli, parts, npairs, k):
@@ -507,7 +529,7 @@ def _operands(stacks, tabled):
 
 def _fused_launch(defines, tables, a_stacks, b_stacks, slices_b, m, n, batch, a_gstride, b_gstride,
                   residue_tiles, tail):
-    tile = _fused_tile(residue_tiles, a_stacks[0].shape[-1])
+    tile = _fused_tile(residue_tiles, a_stacks[0].shape[-1], (m, n, batch))
     bm, bn, wm, wn, bk, stages = tile
     shared = _fused_shared(tile, residue_tiles)
     kp = a_stacks[0].shape[-1]

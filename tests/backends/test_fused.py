@@ -154,6 +154,9 @@ def test_auto_path_table():
         assert cupy_backend._fused_tile(16, k) == cupy_backend.FUSED_TILES[key][0]
         assert cupy_backend._fused_tile(144, k) == cupy_backend.FUSED_TILES[key][-1]
     assert cupy_backend._fused_tile(16 * 144, 64) is None
+    # small grids take the tile with more blocks; big ones keep the first
+    assert cupy_backend._fused_tile(16, 4096, (512, 512, 1)) == cupy_backend.FUSED_TILES["long"][-1]
+    assert cupy_backend._fused_tile(16, 4096, (16384, 16384, 1)) == cupy_backend.FUSED_TILES["long"][0]
 
 
 def test_fused_runs_on_the_current_stream(rng):
