@@ -65,19 +65,19 @@ __device__ __forceinline__ void normalize(long long* a, int L) {
 
 // The output formats of round_to: the bits of the significand and the
 // exponent of the least subnormal's bit (ozaki/crt/kulisch.py, rounding_format).
-template <typename T> struct Format;
+template <typename F> struct Format;
 template <> struct Format<double> { static constexpr int PREC = 53, LSB_MIN = -1074; };
 template <> struct Format<float> { static constexpr int PREC = 24, LSB_MIN = -149; };
 
-// RN(int(a) * 2**exponent) in the format T, rounded once, for normalized
+// RN(int(a) * 2**exponent) in the format F, rounded once, for normalized
 // limbs a; a is overwritten.  The rounded value is formed in a double, where
 // it is exact (at most PREC + 1 <= 54 bits; beyond double's range only if it
-// overflows T too), so its conversion to T is exact: no double rounding.
+// overflows F too), so its conversion to F is exact: no double rounding.
 // L is a compile-time constant at every call, so the loops unroll and the
 // limbs stay in registers (no run-time index into a[]).
-template <int L, typename T = double>
-__device__ __forceinline__ T round_to(long long* a, long long exponent) {
-    constexpr int PREC = Format<T>::PREC, LSB_MIN = Format<T>::LSB_MIN;
+template <int L, typename F = double>
+__device__ __forceinline__ F round_to(long long* a, long long exponent) {
+    constexpr int PREC = Format<F>::PREC, LSB_MIN = Format<F>::LSB_MIN;
     bool negative = a[L - 1] < 0;
     if (negative) {
 #pragma unroll
@@ -96,7 +96,7 @@ __device__ __forceinline__ T round_to(long long* a, long long exponent) {
         prev2 = prev1;
         prev1 = cur;
     }
-    if (top < 0) return T(0);
+    if (top < 0) return F(0);
     int bl = 64 - __clzll(l2);                     // 1..32
     unsigned long long T = (l2 << (64 - bl)) | (l1 << (32 - bl)) | (l0 >> bl);
     sticky |= (l0 & ((1ULL << bl) - 1)) != 0;
@@ -112,5 +112,5 @@ __device__ __forceinline__ T round_to(long long* a, long long exponent) {
     }
     int ilsb = lsb > 4096 ? 4096 : (int)lsb;
     double r = ldexp((double)q, ilsb);
-    return (T)(negative ? -r : r);                  // exact (round to nearest: inf past T's range)
+    return (F)(negative ? -r : r);                  // exact (round to nearest: inf past F's range)
 }
