@@ -101,21 +101,22 @@ def _zero_sign(a, b):
     return -1.0 if all_negative_zero else 1.0
 
 
-def is_faithful(c, a, b):
-    """Whether c is a faithful value of sum_k a_k b_k: one of the two float64 values
-    bracketing the exact sum (the sum itself when it is a float64); IEEE's value where
-    an input is NaN/inf or the correctly rounded sum overflows."""
+def is_faithful(c, a, b, dtype=np.float64):
+    """Whether c is a faithful value of sum_k a_k b_k: one of the two ``dtype`` (float64
+    or float32) values bracketing the exact sum (the sum itself when it is one); IEEE's
+    value where an input is NaN/inf or the correctly rounded sum overflows."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
-    c = float(c)
+    c = np.dtype(dtype).type(c)
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        want = exact_dot(a, b)
-        return (math.isnan(c) and math.isnan(want)) or c == want
+        want = exact_dot(a, b, dtype)
+        return bool((np.isnan(c) and np.isnan(want)) or c == want)
     exact = exact_sum(a.tolist(), b.tolist())
-    rn = round_fraction(exact)
-    if math.isinf(rn) or not math.isfinite(c):
-        return c == rn
-    return Fraction(c) == exact or Fraction(np.nextafter(c, -np.inf)) < exact < Fraction(np.nextafter(c, np.inf))
+    rn = _rounder(dtype)(exact)
+    if np.isinf(rn) or not np.isfinite(c):
+        return bool(c == rn)
+    down, up = (Fraction(float(np.nextafter(c, c.dtype.type(v)))) for v in (-np.inf, np.inf))
+    return Fraction(float(c)) == exact or down < exact < up
 
 
 def exact_matmul(A, B, entries=None, dtype=np.float64):
@@ -150,8 +151,9 @@ def scaled_integers(X, beta, axis, nearest=False):
     return out
 
 
-def scaled_matmul(A, B, beta_a, beta_b, entries=None, nearest=False):
-    """RN(A'B' 2**(beta_a_i + beta_b_j)) for the scaled integers A', B' (finite inputs).
+def scaled_matmul(A, B, beta_a, beta_b, entries=None, nearest=False, dtype=np.float64):
+    """RN(A'B' 2**(beta_a_i + beta_b_j)) for the scaled integers A', B' (finite inputs),
+    rounded once to ``dtype`` (float64 or float32).
 
     ``nearest``: the integers are rounded to nearest (see scaled_integers).
 
@@ -168,12 +170,12 @@ def scaled_matmul(A, B, beta_a, beta_b, entries=None, nearest=False):
 
     def entry(i, j):
         s = sum(Ai[i][k] * Bi[k][j] for k in range(len(Bi)))
-        return round_fraction(Fraction(s) * Fraction(2) ** (ba[i] + bb[j]),
-                              _zero_sign(A[i].tolist(), B[:, j].tolist()))
+        return _rounder(dtype)(Fraction(s) * Fraction(2) ** (ba[i] + bb[j]),
+                               _zero_sign(A[i].tolist(), B[:, j].tolist()))
 
     if entries is None:
-        return np.array([[entry(i, j) for j in range(n)] for i in range(len(Ai))]).reshape(len(Ai), n)
-    return np.array([entry(i, j) for i, j in entries])
+        return np.array([[entry(i, j) for j in range(n)] for i in range(len(Ai))], dtype=dtype).reshape(len(Ai), n)
+    return np.array([entry(i, j) for i, j in entries], dtype=dtype)
 
 
 def exact_sum(a, b):
