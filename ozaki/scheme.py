@@ -6,7 +6,8 @@
     residues  of those integers modulo m pairwise-coprime moduli (int8)
     gemms     one exact int8 GEMM per modulus (and per slice pair)
     epilogue  CRT of each pair into exact limbs, Kulisch sum of the pairs,
-              one rounding of the exact value times 2**(beta_row + beta_col)
+              one rounding of the exact value times 2**(beta_row + beta_col), to
+              float64, or straight to float32 for float32/complex64 results
 
 The modes differ only in the scaling:
 
