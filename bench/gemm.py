@@ -87,7 +87,8 @@ def run(shapes, modes, families, samples, repeats, emulated=True, substrates=("i
                 used = nm or (ozaki.default_num_moduli(mode, kk, C.dtype) if mode != "exact" else None)
                 impl = f"ozaki_{mode}" + ("" if substrate == "int8" else f"_{substrate}") \
                     + ("" if path == "auto" else f"_{path}")
-                row = {**shape, "family": family, "impl": impl, "dtype": dtype, "num_moduli": used, "substrate": substrate,
+                row = {**shape, "family": family, "impl": impl, "dtype": dtype, "num_moduli": used,
+                       "substrate": substrate,
                        "path": path, "ms": t, "tflops": flops / t / 1e9, "ratio": t_native / t,
                        "dmmch": common.dmmch(C0, A0, B0, entries)}
                 rows.append(row)
