@@ -74,11 +74,14 @@ def sample_entries(rng, m, n, count):
 
 def dmmch(C, A, B, entries):
     """Exact DMMCH ratio of C (numpy) on sampled entries; complex: the worse of the two parts,
-    each against its 2k real terms (Re = [Ar, -Ai][Br; Bi], Im = [Ar, Ai][Bi; Br])."""
+    each against its 2k real terms (Re = [Ar, -Ai][Br; Bi], Im = [Ar, Ai][Bi; Br]).
+    eps is that of C's precision: 2**-53, or 2**-24 for float32/complex64 results (SMMCH)."""
+    eps = 2.0 ** -(np.finfo(C.dtype).nmant + 1)
     if np.iscomplexobj(A):
         (xr, yr), (xi, yi) = reference.complex_as_real(A, B)
-        return max(reference.dmmch_ratio(C.real, xr, yr, entries), reference.dmmch_ratio(C.imag, xi, yi, entries))
-    return reference.dmmch_ratio(C, A, B, entries)
+        return max(reference.dmmch_ratio(C.real, xr, yr, entries, eps),
+                   reference.dmmch_ratio(C.imag, xi, yi, entries, eps))
+    return reference.dmmch_ratio(C, A, B, entries, eps)
 
 
 def meta():

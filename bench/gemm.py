@@ -4,7 +4,11 @@
     python -m bench.gemm --shapes 4096x64x64x64 16x1024x1024x1024 1x16384x256x16384 --paths fused cublas
 
 --shapes takes BATCHxMxKxN (a stack of BATCH products of m x k by k x n);
---paths times the ozaki rows on each GPU path (ozaki.config(path=...)).
+--paths times the ozaki rows on each GPU path (ozaki.config(path=...));
+--dtype float32: float32/complex64 inputs and results, native = cuBLAS SGEMM/CGEMM
+(cupy.matmul on float32), DMMCH with eps = 2**-24:
+
+    python -m bench.gemm --dtype float32 --sizes 4096 8192 --families normal complex --no-emulated
 
 Reports effective TFLOPS (2 n^3 / t, median of CUDA-event timings after
 warm-up), the ratio to native, and the exact DMMCH error ratio of each on
@@ -32,7 +36,8 @@ def draw(rng, family, shape):
     return (rng.random(shape) - 0.5) * np.exp(p * rng.standard_normal(shape))
 
 
-def run(shapes, modes, families, samples, repeats, emulated=True, substrates=("int8",), paths=("auto",)):
+def run(shapes, modes, families, samples, repeats, emulated=True, substrates=("int8",), paths=("auto",),
+        dtype="float64"):
     """shapes: (batch, m, k, n); a square n is (1, n, n, n)."""
     import cupy
     rows = []
@@ -41,6 +46,9 @@ def run(shapes, modes, families, samples, repeats, emulated=True, substrates=("i
             rng = np.random.default_rng(20261202)       # the subprocess draws the same inputs
             lead = (batch,) if batch > 1 else ()
             A, B = draw(rng, family, lead + (m, k)), draw(rng, family, lead + (k, n))
+            single = dtype == "float32"
+            if single:                                 # float32 / complex64 operands and results
+                A, B = (x.astype(np.complex64 if family == "complex" else np.float32) for x in (A, B))
             dA, dB = cupy.asarray(A), cupy.asarray(B)
             entries = common.sample_entries(rng, m, n, samples)
             flops = (8.0 if family == "complex" else 2.0) * batch * m * n * k
@@ -48,14 +56,16 @@ def run(shapes, modes, families, samples, repeats, emulated=True, substrates=("i
             C = cupy.asnumpy(dA @ dB)
             A0, B0, C0 = (A[0], B[0], C[0]) if batch > 1 else (A, B, C)    # DMMCH on the first matrix
             shape = {"n": n, "batch": batch, "m": m, "k": k}
-            native = {**shape, "family": family, "impl": "cublas_zgemm" if family == "complex" else "cublas_dgemm",
+            native_impl = ("cublas_cgemm" if family == "complex" else "cublas_sgemm") if single else \
+                ("cublas_zgemm" if family == "complex" else "cublas_dgemm")
+            native = {**shape, "family": family, "impl": native_impl, "dtype": dtype,
                       "ms": t_native,
                       "tflops": flops / t_native / 1e9, "ratio": 1.0,
                       "dmmch": common.dmmch(C0, A0, B0, entries)}
             rows.append(native)
             print_row(native)
             square = batch == 1 and m == n == k
-            if family == "normal" and emulated and square:
+            if family == "normal" and emulated and square and not single:
                 em = cublas_emulated(n, samples)
                 if em is not None:
                     Cs = np.zeros((n, n))
@@ -74,10 +84,11 @@ def run(shapes, modes, families, samples, repeats, emulated=True, substrates=("i
                     C = cupy.asnumpy(f())
                 C0 = C[0] if batch > 1 else C
                 kk = 2 * k if family == "complex" else k       # a complex row joins both parts
-                used = nm or (ozaki.default_num_moduli(mode, kk) if mode != "exact" else None)
+                used = nm or (ozaki.default_num_moduli(mode, kk, C.dtype) if mode != "exact" else None)
                 impl = f"ozaki_{mode}" + ("" if substrate == "int8" else f"_{substrate}") \
                     + ("" if path == "auto" else f"_{path}")
-                row = {**shape, "family": family, "impl": impl, "num_moduli": used, "substrate": substrate,
+                row = {**shape, "family": family, "impl": impl, "dtype": dtype, "num_moduli": used,
+                       "substrate": substrate,
                        "path": path, "ms": t, "tflops": flops / t / 1e9, "ratio": t_native / t,
                        "dmmch": common.dmmch(C0, A0, B0, entries)}
                 rows.append(row)
@@ -133,12 +144,14 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--substrates", nargs="+", default=["int8"], help="GEMM substrates of the ozaki rows")
     ap.add_argument("--no-emulated", action="store_true", help="skip cuBLAS's FP64 emulation")
+    ap.add_argument("--dtype", choices=["float64", "float32"], default="float64",
+                    help="float32: float32/complex64 operands, against cuBLAS SGEMM/CGEMM")
     ap.add_argument("--out", default="bench/results/gemm.json")
     a = ap.parse_args(argv)
     modes = [(s.split(":")[0], int(s.split(":")[1]) if ":" in s else None) for s in a.modes]
     shapes = [(1, n, n, n) for n in a.sizes] + [tuple(int(v) for v in s.split("x")) for s in a.shapes]
     rows = run(shapes, modes, a.families, a.samples, a.repeats, emulated=not a.no_emulated,
-               substrates=a.substrates, paths=a.paths)
+               substrates=a.substrates, paths=a.paths, dtype=a.dtype)
     common.write_json(a.out, {"meta": common.meta(), "rows": rows})
 
 

@@ -178,8 +178,12 @@ def _result_dtype(a, b, name):
     """numpy's result dtype of the product, after refusing what ozaki cannot multiply exactly.
 
     bool and integer results are numpy's (exact, wrapping modulo 2**bits as
-    numpy's integer loops do); float and complex results are float64 and
-    complex128 (inputs of a narrower float type are widened exactly).
+    numpy's integer loops do); float and complex results are numpy's float64,
+    complex128, float32 and complex64 (float32 x float32, float32 x int16,
+    complex64 x float32, ...: each entry the exact product rounded once to
+    float32); a float16 result (float16 x float16 or a small integer) is widened
+    to float64.  The product itself always runs on the inputs widened exactly
+    to float64/complex128 (_wide).
     """
     for label, x in (("a", a), ("b", b)):
         dt = x.dtype
@@ -190,13 +194,19 @@ def _result_dtype(a, b, name):
             raise TypeError(f"ozaki.{name}: {label} has dtype {dt}, which "
                             f"{'complex128' if dt.kind == 'c' else 'float64'} cannot hold exactly")
     rt = np.result_type(a.dtype, b.dtype)
-    if rt.kind in "biu":
+    if rt.kind in "biu" or rt in (np.float32, np.complex64):
         return rt
+    return _wide(rt)
+
+
+def _wide(rt):
+    """float64 or complex128, the dtype products of the float or complex result type rt run in."""
     return np.dtype(np.complex128 if rt.kind == "c" else np.float64)
 
 
 def _as_float(x, rt, name, label):
     """x as float64/complex128 (the result kind rt), refusing integers float64 cannot hold."""
+    rt = _wide(rt)
     if x.dtype == rt:
         return x
     if x.dtype.kind in "iu" and x.dtype.itemsize == 8 and x.size:
@@ -281,9 +291,10 @@ def _parse_axes(axes, a, b, out):
 
 # --- the products -----------------------------------------------------------------------------
 
-def _run(a3, b3, mode, num_moduli, substrate, backend):
+def _run(a3, b3, mode, num_moduli, substrate, backend, out_dtype=None):
     cfg = get_config()
-    return scheme.matmul_stack(a3, b3, mode, num_moduli, backend, cfg["workspace"], substrate, cfg["path"])
+    return scheme.matmul_stack(a3, b3, mode, num_moduli, backend, cfg["workspace"], substrate, cfg["path"],
+                               out_dtype)
 
 
 def _max_abs(xp, x):
@@ -353,7 +364,7 @@ def _product(a, b, batch, core, rt, mode, num_moduli, substrate, name):
     elif rt.kind in "iu":
         c = _integer_stack(a3, b3, rt, substrate, backend)
     else:
-        c = _run(a3, b3, mode, num_moduli, substrate, backend)
+        c = _run(a3, b3, mode, num_moduli, substrate, backend, rt)
     return c.reshape(batch + core)
 
 
@@ -403,9 +414,14 @@ def matmul(a, b, /, out=None, *, axes=None, mode=None, num_moduli=None, substrat
         complex64; int64 within 2**53 when the other operand is a float).  A
         complex operand makes the product complex: three int8 GEMMs per modulus
         (Karatsuba), real and imaginary parts each rounded once from their
-        exact value.  Integer and bool operands give numpy's integer and bool
-        results, computed exactly (integers wrap modulo 2**bits as numpy's
-        do); ``mode`` and ``num_moduli`` do not apply to them.
+        exact value.  Where numpy's result type is float32 or complex64
+        (float32 x float32, float32 x int16, complex64 x float32, ...) the
+        result has it: the exact product of the inputs (widened exactly) is
+        rounded once to float32, with float32's subnormals and overflow, and
+        the default moduli count is float32's (fewer).  Integer and bool
+        operands give numpy's integer and bool results, computed exactly
+        (integers wrap modulo 2**bits as numpy's do); ``mode`` and
+        ``num_moduli`` do not apply to them.
     out : ndarray, optional
         Where to write the result (positional or keyword, as numpy's ``out``):
         its core dimensions must match the result's, its leading dimensions
@@ -416,8 +432,8 @@ def matmul(a, b, /, out=None, *, axes=None, mode=None, num_moduli=None, substrat
         hold the matrix dimensions (an int for a vector operand).
     mode : {"fast", "accurate", "exact", "certified"}, optional
         "exact" returns the correctly rounded exact product; "certified"
-        returns every entry faithful (one of the two float64 values bracketing
-        the exact value), proved per entry, the entries it cannot prove
+        returns every entry faithful (one of the two float64, or float32,
+        values bracketing the exact value), proved per entry, the entries it cannot prove
         recomputed exactly; "accurate" (default) and "fast" keep as many input
         bits as ``num_moduli`` allows (a normwise promise).
     num_moduli : int, optional
@@ -431,10 +447,10 @@ def matmul(a, b, /, out=None, *, axes=None, mode=None, num_moduli=None, substrat
 
     Returns
     -------
-    ndarray of float64 (complex128 for complex inputs; numpy's integer or bool
-    type for integer or bool inputs), of the inputs' array type; a numpy
-    scalar for vector @ vector on numpy arrays.  Float32/complex64 inputs
-    currently give float64/complex128.
+    ndarray of numpy's result type (float64, complex128, float32, complex64,
+    or numpy's integer or bool type for integer or bool inputs; a float16
+    result type gives float64), of the inputs' array type; a numpy scalar for
+    vector @ vector on numpy arrays.
 
     Raises
     ------

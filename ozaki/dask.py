@@ -69,7 +69,7 @@ import dask.array as da
 import numpy as np
 
 from . import backend_for, crt, get_config, scheme
-from . import _result_dtype as _matmul_result_dtype
+from . import _result_dtype as _matmul_result_dtype, _wide
 from . import fft as _ozfft
 from . import gemm as substrates
 from .crt.kulisch import LIMB_BITS
@@ -365,15 +365,16 @@ def _add_partials(blocks, axis=None, keepdims=True, nout=1):
     return out if keepdims else out[0]
 
 
-def _block_epilogue(S, beta_a, beta_b, flags_a, flags_b, sizes, complex_):
-    """Output block (i, j) from the residues summed over every k chunk: the backend's
-    epilogue (CRT, Kulisch sum of the slice pairs, one rounding), then the IEEE fix-ups."""
+def _block_epilogue(S, beta_a, beta_b, flags_a, flags_b, sizes, complex_, dtype):
+    """Output block (i, j) of ``dtype`` from the residues summed over every k chunk: the
+    backend's epilogue (CRT, Kulisch sum of the slice pairs, one rounding to float64 or
+    float32), then the IEEE fix-ups."""
     S = _only(S)
     be = backend_for(S)
     xp = be.xp
     width, mods, slices_a, slices_b, _ = _sizes(sizes)
     rows, cols = S.shape[1:]
-    dtype = xp.complex128 if complex_ else xp.float64
+    part = np.finfo(dtype).dtype
     if rows == 0 or cols == 0:
         return xp.zeros((rows, cols), dtype=dtype)
     nout, h = (2, 3) if complex_ else (1, 1)
@@ -383,10 +384,10 @@ def _block_epilogue(S, beta_a, beta_b, flags_a, flags_b, sizes, complex_):
         R = R.astype(xp.int32)           # the GPU epilogue reads int32 (or int64) products
     products = [tuple(R[q, i] for i in range(h)) for q in range(pairs)]
     shifts = [(t + u) * (width or 0) // LIMB_BITS for t in range(slices_a) for u in range(slices_b)]
-    outs = be.epilogue(products, shifts, mods, beta_a, beta_b)
+    outs = be.epilogue(products, shifts, mods, beta_a, beta_b, part)
     del R, products
     found = _found(xp, flags_a, flags_b)
-    outs = [_apply_ieee(xp, c, S[pairs * h * mods + o], found) for o, c in enumerate(outs)]
+    outs = [_apply_ieee(xp, c, S[pairs * h * mods + o], found).astype(part, copy=False) for o, c in enumerate(outs)]
     return scheme._complex(xp, *outs) if complex_ else outs[0]
 
 
@@ -431,8 +432,9 @@ def _per_row(fn, stats, *args, dtype=np.int64):
     return stats.map_blocks(fn, *args, drop_axis=1, dtype=dtype, meta=_meta(stats, 1, dtype))
 
 
-def _plan(a, b, mode, num_moduli):
-    """The dask pieces of the plan: beta_a (m,), beta_b (n,), flags_a, flags_b, and
+def _plan(a, b, mode, num_moduli, dtype):
+    """The dask pieces of the plan (``dtype``: the result's, for the default moduli
+    count): beta_a (m,), beta_b (n,), flags_a, flags_b, and
     sizes = (width, moduli, slices_a, slices_b, nearest): a tuple, or in exact mode
     (where they depend on the data) a dask array of those 5 integers, one chunk."""
     parts = 2 if a.dtype.kind == "c" else 1
@@ -448,7 +450,7 @@ def _plan(a, b, mode, num_moduli):
                                  meta=np.empty((0,), dtype=np.int64))
         return beta_a, beta_b, flags_a, flags_b, sizes
     # The scheme counts a complex row's joined width, parts * k, for the default.
-    m = scheme.default_num_moduli(mode, parts * k) if num_moduli is None else num_moduli
+    m = scheme.default_num_moduli(mode, parts * k, dtype) if num_moduli is None else num_moduli
     crt.moduli(m)                                     # validates the count
     if mode == "fast":
         L = crt.usable_bits(m)
@@ -474,12 +476,13 @@ def _plan(a, b, mode, num_moduli):
     return beta_a, beta_b, flags_a, flags_b, (None, m, 1, 1, nearest)
 
 
-def _matmul2d(a, b, mode, num_moduli, substrate):
+def _matmul2d(a, b, mode, num_moduli, substrate, dtype):
+    """The product of float64/complex128 matrices, rounded to ``dtype`` (ozaki.matmul's
+    result dtype: float64, complex128, float32 or complex64)."""
     _, (a, b) = da.core.unify_chunks(a, "ik", b, "kj")      # common k chunks (bits do not care)
     m, k = a.shape
     n = b.shape[1]
     complex_ = a.dtype.kind == "c"
-    dtype = np.complex128 if complex_ else np.float64
     if m == 0 or n == 0 or k == 0:
         return da.blockwise(_zeros_block, "ij", a, "ik", b, "kj", dtype, None, dtype=dtype,
                             meta=_meta(a, 2, dtype))
@@ -493,7 +496,7 @@ def _matmul2d(a, b, mode, num_moduli, substrate):
 
 
 def _product(a, b, mode, num_moduli, substrate, complex_, dtype):
-    beta_a, beta_b, flags_a, flags_b, sizes = _plan(a, b, mode, num_moduli)
+    beta_a, beta_b, flags_a, flags_b, sizes = _plan(a, b, mode, num_moduli, dtype)
     nout = 2 if complex_ else 1
     if isinstance(sizes, tuple):
         planes = sizes[2] * sizes[3] * (3 if complex_ else 1) * sizes[1] + nout
@@ -510,7 +513,7 @@ def _product(a, b, mode, num_moduli, substrate, complex_, dtype):
     S = da.reduction(P, _keep, add, combine=add, axis=0, dtype=pdtype, concatenate=False,
                      meta=_meta(a, 3, pdtype))
     return da.blockwise(_block_epilogue, "ij", S, "pij", beta_a, "i", beta_b, "j", flags_a, "i",
-                        flags_b, "j", *size_arg, complex_, None, concatenate=False, dtype=dtype,
+                        flags_b, "j", *size_arg, complex_, None, dtype, None, concatenate=False, dtype=dtype,
                         meta=_meta(a, 2, dtype))
 
 
@@ -564,6 +567,8 @@ def _as_float_block(x, rt, label):
 
 
 def _as_float(x, rt, label):
+    """x as float64/complex128, the dtype products of the result type rt run in."""
+    rt = _wide(rt)
     if x.dtype == rt:
         return x
     return x.map_blocks(_as_float_block, rt, label, dtype=rt, meta=_meta(x, x.ndim, rt))
@@ -612,7 +617,7 @@ def matmul(a, b, /, *, mode=None, num_moduli=None, substrate=None):
 
     def stack(x, y):            # one 2-D product per matrix of the stack (each has its own plan)
         if x.ndim == 2:
-            return _matmul2d(x, y, mode, num_moduli, substrate)
+            return _matmul2d(x, y, mode, num_moduli, substrate, rt)
         return da.stack([stack(x[g], y[g]) for g in range(x.shape[0])])
 
     out = stack(a3, b3)

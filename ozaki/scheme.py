@@ -6,7 +6,8 @@
     residues  of those integers modulo m pairwise-coprime moduli (int8)
     gemms     one exact int8 GEMM per modulus (and per slice pair)
     epilogue  CRT of each pair into exact limbs, Kulisch sum of the pairs,
-              one rounding of the exact value times 2**(beta_row + beta_col)
+              one rounding of the exact value times 2**(beta_row + beta_col), to
+              float64, or straight to float32 for float32/complex64 results
 
 The modes differ only in the scaling:
 
@@ -72,6 +73,26 @@ def _clog2(k):
 DEFAULT_BITS_PER_SIDE = 50
 MIN_DEFAULT_MODULI = 16
 
+# float32/complex64 results (the inputs widened exactly, each entry rounded once
+# to float32): 24 bits a side (float32's precision) + log2 k, and at least
+# FLOAT32_LEAST moduli: accurate (and certified, + 4) 8 moduli for k <= 2**14,
+# fast 9; 9 and 10 beyond.  Half of float64's 16, i.e. half the int8 GEMMs.
+# The counts are what matches native SGEMM (numpy's float32 BLAS on the same
+# inputs): exact DMMCH ratio with eps = 2**-24 on 30 sampled entries, 32 x k x 32,
+# float32 inputs (python -m bench.accuracy_counts --dtype float32 measures the
+# same at 64 x k x 64), 7 / 8 / 9 moduli:
+#   N(0,1), k = 16384: native 0.19; accurate 0.21 / 0.016 / 0.009; fast 0.76 / 0.032 / 0.009
+#   exp(2 N(0,1)) (phi2), k = 1024: native 4.1; accurate 25.6 / 1.2 / 0.29; fast 36.5 / 2.2 / 0.29
+#   phi2, k = 16384: native 3.8; accurate 14.7 / 1.46 / 0.35; fast 25.5 / 1.7 / 0.35
+# 7 moduli are worse than SGEMM on the wide families; accurate 8 were at or below
+# native on every family (N(0,1), phi0.5/1/2, wide4) and k (64, 1024, 4096,
+# 16384) measured, with a margin of 2x or more on the wide ones.  fast 8 was
+# below native in that table too, but on another phi2 draw at k = 1024 it gave
+# 3.0 against native's 2.8 (9: 0.58): fast mode's 2-norm scaling keeps fewer
+# bits than accurate's bound, so it gets one modulus more.
+FLOAT32_DEFAULTS = (24, 8)
+FLOAT32_LEAST = {"fast": 9}
+
 
 # certified mode keeps more bits, so that the per-entry test passes on most
 # entries of tame data (a first estimate on N(0,1), k = 16384: 62% / 98% /
@@ -80,9 +101,14 @@ MIN_DEFAULT_MODULI = 16
 CERTIFIED_EXTRA_MODULI = 4
 
 
-def default_num_moduli(mode, k):
-    """The moduli count ``mode`` uses for inner dimension k when none is given."""
-    m = max(MIN_DEFAULT_MODULI, crt.num_moduli_for_bits(2 * DEFAULT_BITS_PER_SIDE + _clog2(k)))
+def default_num_moduli(mode, k, dtype=np.float64):
+    """The moduli count ``mode`` uses for inner dimension k when none is given, for
+    results of ``dtype`` (float64/complex128, or float32/complex64: FLOAT32_DEFAULTS)."""
+    if np.finfo(dtype).bits == 32:
+        bits, least = FLOAT32_DEFAULTS[0], FLOAT32_LEAST.get(mode, FLOAT32_DEFAULTS[1])
+    else:
+        bits, least = DEFAULT_BITS_PER_SIDE, MIN_DEFAULT_MODULI
+    m = max(least, crt.num_moduli_for_bits(2 * bits + _clog2(k)))
     return min(m + CERTIFIED_EXTRA_MODULI, crt.max_num_moduli()) if mode == "certified" else m
 
 
@@ -226,18 +252,19 @@ def plan_exact(xp, A, Bt, num_moduli, backend):
     return Plan("exact", m, w, beta_a, beta_b, ta, tb, (backend.scan_rows(A)[1], backend.scan_rows(Bt)[1]))
 
 
-def make_plan(xp, A, Bt, mode, num_moduli, backend, parts=1, batch=1, path="cublas"):
+def make_plan(xp, A, Bt, mode, num_moduli, backend, parts=1, batch=1, path="cublas", out_dtype=np.float64):
     """The scaling of A (m, parts*k) and B^T (n, parts*k), parts side by side (complex: 2).
 
     One bottom per row serves every part, so the parts' integers share a scale.
     The 2-norm (fast) and the exact bounds over the joined row bound the real
     and imaginary parts of a complex product as they bound a real one.
     batch > 1: the rows of ``batch`` matrices one after another (see plan_accurate).
-    ``path``: how the backend runs accurate mode's bound GEMM.
+    ``path``: how the backend runs accurate mode's bound GEMM; ``out_dtype``: the
+    result's, for the default moduli count.
     """
     if mode == "exact":
         return plan_exact(xp, A, Bt, num_moduli, backend)
-    m = default_num_moduli(mode, A.shape[1]) if num_moduli is None else num_moduli
+    m = default_num_moduli(mode, A.shape[1], out_dtype) if num_moduli is None else num_moduli
     crt.moduli(m)                                       # validates the count
     if mode == "fast":
         return plan_fast(xp, A, Bt, m, backend)
@@ -278,8 +305,10 @@ def blocks(m, n, k, plan, workspace, complex_=False, fused=False):
     return mb, nb
 
 
-def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substrate="int8", path="cublas"):
-    """The exact-then-rounded product under ``plan``; a list of the output parts.
+def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substrate="int8", path="cublas",
+                   out_dtype=np.float64):
+    """The exact-then-rounded product under ``plan``; a list of the output parts,
+    each rounded once to ``out_dtype`` (float64 or float32).
 
     One part (real): A @ B.  Two parts (complex, Karatsuba in the residue domain):
     P1 = Ar Br, P2 = Ai Bi, P3 = (Ar + Ai)(Br + Bi), the sums' residues formed
@@ -304,7 +333,7 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
     else:
         mb, nb = blocks(m, n, k * (3 if parts == 2 else 1), plan, workspace, parts == 2, path == "fused")
     whole = (mb, nb) == (m * batch, n * batch)
-    C = None if whole else [xp.empty((1, m, n), dtype=xp.float64) for _ in range(parts)]
+    C = None if whole else [xp.empty((1, m, n), dtype=out_dtype) for _ in range(parts)]
     # per slice pair (t, u), its weight in the Kulisch accumulator, in limbs
     shifts = [(t + u) * (plan.width or 0) // LIMB_BITS for t in range(plan.slices_a) for u in range(plan.slices_b)]
 
@@ -320,9 +349,10 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
             ra = slices([X[i0:i0 + mb] for X in A_parts], plan.beta_a[i0:i0 + mb], plan.slices_a)
             beta_a, beta_b = plan.beta_a[i0:i0 + mb], plan.beta_b[j0:j0 + nb]
             if path == "fused":
-                block = backend.fused_product(ra, rb, shifts, plan.num_moduli, beta_a, beta_b, batch)
+                block = backend.fused_product(ra, rb, shifts, plan.num_moduli, beta_a, beta_b, batch, out_dtype)
             else:
-                block = _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b, substrate)
+                block = _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b, substrate,
+                                                out_dtype)
             if whole:
                 return block
             for c, b in zip(C, block):
@@ -331,7 +361,7 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
     return C
 
 
-def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b, substrate):
+def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b, substrate, out_dtype):
     """The unfused path: the substrate's GEMMs per slice pair (and Karatsuba part)
     into memory, then the backend's epilogue per matrix; parts (batch, m, n)."""
     xp = backend.xp
@@ -341,7 +371,7 @@ def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b
                 for t in range(plan.slices_a) for u in range(plan.slices_b)]
     m, n = ra[0][0].shape[1] // batch, rb[0][0].shape[1] // batch
     outs = [backend.epilogue([tuple(P[g] for P in pair) for pair in products], shifts, plan.num_moduli,
-                             beta_a[g * m:(g + 1) * m], beta_b[g * n:(g + 1) * n])
+                             beta_a[g * m:(g + 1) * m], beta_b[g * n:(g + 1) * n], out_dtype)
             for g in range(batch)]
     if batch == 1:
         return [o[None] for o in outs[0]]
@@ -427,12 +457,14 @@ def error_bounds(xp, A_rows, Bt_rows, plan, batch):
 
 def certified_entries(xp, C, delta, ieee):
     """Where C is provably faithful: 2 Delta below the smaller gap beside C (then the
-    exact value lies strictly between C's neighbours), or ``ieee`` (entries decided
-    by NaN/inf inputs).  A non-finite C from finite inputs (overflow) is not."""
+    exact value lies strictly between C's neighbours in C's own format, float64 or
+    float32), or ``ieee`` (entries decided by NaN/inf inputs).  A non-finite C from
+    finite inputs (overflow) is not."""
     a = xp.abs(C)
+    inf, zero = a.dtype.type(np.inf), a.dtype.type(0)       # C's format, on numpy and cupy alike
     with np.errstate(invalid="ignore"):                     # inf - inf at non-finite C: not certified
-        up = xp.nextafter(a, xp.inf) - a
-        down = a - xp.nextafter(a, 0.0)
+        up = xp.nextafter(a, inf) - a
+        down = a - xp.nextafter(a, zero)
     gap = xp.where(a == 0, up, xp.minimum(up, down))
     return ieee | (xp.isfinite(C) & (2.0 * delta < gap))
 
@@ -486,18 +518,21 @@ def _needing_fixups(xp, C, found):
     return [int(g) for g in xp.flatnonzero(zero.any(axis=1)).tolist()]     # one host sync
 
 
-def matmul2d(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", path="auto"):
+def matmul2d(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", path="auto", out_dtype=None):
     """C = A @ B for 2-D float64 or complex128 arrays of the backend, exactly-then-rounded.
 
     ``workspace``: bytes the residues and products of one block may take
     (default: the backend's ``default_workspace()``).  A complex product's real
     and imaginary parts are each the exact sum of their 2k real terms, rounded
-    once (and their IEEE specials are those of these real sums).
+    once (and their IEEE specials are those of these real sums).  ``out_dtype``:
+    the result's dtype, float64/complex128 (None: A's) or float32/complex64 (each
+    entry rounded once, from the exact value, to float32, with float32's
+    subnormals and overflow; the default moduli count is float32's).
     """
-    return matmul_stack(A[None], B[None], mode, num_moduli, backend, workspace, substrate, path)[0]
+    return matmul_stack(A[None], B[None], mode, num_moduli, backend, workspace, substrate, path, out_dtype)[0]
 
 
-def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", path="auto"):
+def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", path="auto", out_dtype=None):
     """C[g] = A[g] @ B[g] for stacks (batch, m, k), (batch, k, n), as matmul2d each.
 
     The stack goes through the pipeline at once (one plan over all rows, batched
@@ -509,7 +544,8 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int
     n = B.shape[2]
     workspace = workspace or backend.default_workspace()
     complex_ = xp.iscomplexobj(A)
-    out = xp.empty((batch, m, n), dtype=xp.complex128 if complex_ else xp.float64)
+    out_dtype = np.dtype(A.dtype if out_dtype is None else out_dtype)
+    out = xp.empty((batch, m, n), dtype=out_dtype)
     if m == 0 or n == 0 or k == 0 or batch == 0:
         out[...] = 0
         return out
@@ -519,15 +555,16 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int
     per_matrix = ((m + n) * (k + 16) * (3 if complex_ else 1) + m * n * PRODUCT_BYTES[complex_]) * mods
     step = max(1, min(batch, workspace // max(per_matrix, 1)))
     if step == batch:                  # one piece: its result is the output (no copy)
-        return _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path)
+        return _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path, out_dtype)
     for g0 in range(0, batch, step):
         out[g0:g0 + step] = _stack_piece(A[g0:g0 + step], B[g0:g0 + step], mode, num_moduli, backend,
-                                         workspace, complex_, substrate, path)
+                                         workspace, complex_, substrate, path, out_dtype)
     return out
 
 
-def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path):
+def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path, out_dtype):
     xp = backend.xp
+    part_dtype = np.finfo(out_dtype).dtype            # float64 or float32: the format rounded to
     batch, m, k = A.shape
     n = B.shape[2]
 
@@ -549,11 +586,11 @@ def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate
         Bt_parts = [columns(B)]
         A_plan, Bt_plan = A_parts[0], Bt_parts[0]
     bound_path = backend.choose_path(path, m, n, A_plan.shape[1], batch, 1)
-    plan = make_plan(xp, A_plan, Bt_plan, mode, num_moduli, backend, len(A_parts), batch, bound_path)
+    plan = make_plan(xp, A_plan, Bt_plan, mode, num_moduli, backend, len(A_parts), batch, bound_path, part_dtype)
     product_path = "cublas" if substrate != "int8" else backend.choose_path(
         path, m, n, k, batch, plan.num_moduli, parts, plan.slices_a * plan.slices_b)
     C = [c.reshape(batch, m, n) for c in
-         product_finite(A_parts, Bt_parts, plan, backend, workspace, batch, substrate, product_path)]
+         product_finite(A_parts, Bt_parts, plan, backend, workspace, batch, substrate, product_path, part_dtype)]
     found = backend.flags_found(*plan.flags)        # the one host sync
     needing = _needing_fixups(xp, C, found)
     if needing:                        # the matrices that need them, as one stack
@@ -568,13 +605,14 @@ def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate
             C[0][g] = _ieee_fixups(xp, A[g], B[g], C[0][g], found)
     if mode == "certified":
         C = _certify(xp, A, B, C, A_plan, Bt_plan, plan, batch,
-                     lambda a, b: matmul_stack(a, b, "exact", None, backend, workspace, substrate, path))
+                     lambda a, b: matmul_stack(a, b, "exact", None, backend, workspace, substrate, path, out_dtype))
     return _complex(xp, *C) if complex_ else C[0]
 
 
 def _complex(xp, re, im):
-    """re + i im without arithmetic (which would turn inf * 1j into NaNs)."""
-    out = xp.empty(re.shape, dtype=xp.complex128)
+    """re + i im without arithmetic (which would turn inf * 1j into NaNs): complex128
+    from float64 parts, complex64 from float32 parts."""
+    out = xp.empty(re.shape, dtype=np.result_type(re.dtype, np.complex64))
     out.real = re
     out.imag = im
     return out

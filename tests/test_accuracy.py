@@ -1,10 +1,13 @@
-"""Accuracy of the default ``accurate`` and ``fast`` modes against native float64 matmul.
+"""Accuracy of the default ``accurate`` and ``fast`` modes against native float64 matmul
+(and, for float32 results, native float32 matmul: SGEMM).
 
 The DMMCH ratio |C - C_exact| / (eps |A||B|) is computed exactly (fractions) on
-sampled entries; the defaults must be no worse than numpy's BLAS on the same
-inputs, over the families the defaults are promised for.
+sampled entries (eps = 2**-53, or 2**-24 for float32); the defaults must be no
+worse than numpy's BLAS on the same inputs, over the families the defaults are
+promised for.
 """
 
+import numpy as np
 import pytest
 
 import ozaki
@@ -16,10 +19,11 @@ def entries(rng, m, n, count=40):
     return [(int(i), int(j)) for i, j in zip(rng.integers(0, m, count), rng.integers(0, n, count))]
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("family", ["normal", "phi0.5", "phi1", "phi2", "wide4"])
 @pytest.mark.parametrize("mode", ["accurate", "fast"])
 @pytest.mark.parametrize("k", [64, 1024])
-def test_default_no_worse_than_native(rng, family, mode, k):
+def test_default_no_worse_than_native(rng, family, mode, k, dtype):
     m = n = 48
     if family == "normal":
         A, B = inputs.normal(rng, (m, k)), inputs.normal(rng, (k, n))
@@ -28,9 +32,13 @@ def test_default_no_worse_than_native(rng, family, mode, k):
         A, B = inputs.phi(rng, (m, k), p), inputs.phi(rng, (k, n), p)
     else:
         A, B = inputs.wide(rng, (m, k), 4), inputs.wide(rng, (k, n), 4)
+    A, B = A.astype(dtype), B.astype(dtype)
+    eps = 2.0 ** -(np.finfo(dtype).nmant + 1)
     e = entries(rng, m, n)
-    native = reference.dmmch_ratio(A @ B, A, B, e)
-    ours = reference.dmmch_ratio(ozaki.matmul(A, B, mode=mode), A, B, e)
+    native = reference.dmmch_ratio(A @ B, A, B, e, eps)
+    C = ozaki.matmul(A, B, mode=mode)
+    assert C.dtype == dtype
+    ours = reference.dmmch_ratio(C, A, B, e, eps)
     assert ours <= max(native, 0.5), (ours, native)
 
 

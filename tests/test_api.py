@@ -9,7 +9,8 @@ from ozaki import reference
 
 
 def same_bits(x, y):
-    return x.shape == y.shape and np.array_equal(np.asarray(x).view(np.int64), np.asarray(y).view(np.int64))
+    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
+    return x.shape == y.shape and x.dtype == y.dtype and np.array_equal(x.view(np.uint8), y.view(np.uint8))
 
 
 def exact_np(a, b):
@@ -52,13 +53,16 @@ def test_exactly_convertible_dtypes_with_floats(rng, dtype):
         assert same_bits(got, reference.exact_matmul(x.astype(float), y.astype(float)))
 
 
-def test_narrow_floats_come_back_float64(rng):
-    """float32/float16 operands: the exact product of their values rounded once to float64 (for now)."""
-    for dtype in (np.float32, np.float16):
-        a, b = rng.standard_normal((4, 6)).astype(dtype), rng.standard_normal((6, 3)).astype(dtype)
-        got = ozaki.matmul(a, b, mode="exact")
-        assert got.dtype == np.float64
-        assert same_bits(got, reference.exact_matmul(a.astype(float), b.astype(float)))
+def test_narrow_float_result_types(rng):
+    """A float16 result type: the exact product rounded once to float64 (no float16
+    emulation); float32: rounded once to float32 (tests/test_float32.py)."""
+    a, b = rng.standard_normal((4, 6)).astype(np.float16), rng.standard_normal((6, 3)).astype(np.float16)
+    got = ozaki.matmul(a, b, mode="exact")
+    assert got.dtype == np.float64
+    assert same_bits(got, reference.exact_matmul(a.astype(float), b.astype(float)))
+    got = ozaki.matmul(a.astype(np.float32), b, mode="exact")
+    assert got.dtype == np.float32
+    assert same_bits(got, reference.exact_matmul(a, b, dtype=np.float32))
 
 
 def test_refused_dtypes():
@@ -417,9 +421,9 @@ def test_config_reaches_the_scheme(monkeypatch, rng):
     seen = []
     real = ozaki.scheme.matmul_stack
 
-    def spy(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", path="auto"):
+    def spy(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", path="auto", out_dtype=None):
         seen.append((mode, num_moduli, workspace, substrate, path))
-        return real(A, B, mode, num_moduli, backend, workspace, substrate, path)
+        return real(A, B, mode, num_moduli, backend, workspace, substrate, path, out_dtype)
     monkeypatch.setattr(ozaki.scheme, "matmul_stack", spy)
     a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
     with ozaki.config(mode="fast", num_moduli=12, substrate="fp8", workspace=10 ** 6, path="cublas"):

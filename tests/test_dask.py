@@ -21,7 +21,7 @@ MODES = ("fast", "accurate", "exact")
 
 def bits(x):
     x = np.ascontiguousarray(x)
-    return x.view(np.uint64) if x.dtype.kind in "fc" else x
+    return x.view(np.uint32 if x.dtype.itemsize == 4 else np.uint64) if x.dtype.kind in "fc" else x
 
 
 def assert_same_bits(C, R):
@@ -130,6 +130,29 @@ def test_adversarial(rng, name, complex_):
         assert_same_bits(od.matmul(a, b, mode=mode).compute(scheduler="threads"), R)
     with np.errstate(all="ignore"):                 # the exact product's own IEEE rules
         assert_same_bits(R, exact_reference(A, B))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("name", ["normal", "wide", "phi", "subnormal", "zeros", "specials"])
+def test_float32_results(rng, dtype, name):
+    """float32/complex64 operands: ozaki.matmul's float32/complex64 result (rounded once to
+    float32, float32's default moduli count) at any chunking; mixed with float64/complex128: those."""
+    m, k, n = rng.integers(3, 30, 3)
+    with np.errstate(all="ignore"):
+        A = family(rng, name, (m, k), dtype == np.complex64).astype(dtype)
+        B = family(rng, name, (k, n), dtype == np.complex64).astype(dtype)
+    a, b = chunked(rng, A, B)
+    for mode in MODES:
+        with np.errstate(all="ignore"):
+            R = ozaki.matmul(A, B, mode=mode)
+            assert R.dtype == dtype
+            C = od.matmul(a, b, mode=mode)
+            assert C.dtype == dtype
+            assert_same_bits(C.compute(scheduler="threads"), R)
+    wide = np.result_type(dtype, np.float64)                # float64 or complex128
+    with np.errstate(all="ignore"):
+        assert_same_bits(od.matmul(a, b.astype(wide), mode="accurate").compute(),
+                         ozaki.matmul(A, B.astype(wide), mode="accurate"))
 
 
 def test_signed_zeros_split_over_chunks():
@@ -308,13 +331,19 @@ def test_fft_chunked_axis_raises():
 # ---------------------------------------------------------------------- GPU --
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("complex_", [False, True], ids=["float64", "complex128"])
-def test_cupy_chunks(rng, complex_):
+@pytest.mark.parametrize("complex_,single", [(False, False), (True, False), (False, True), (True, True)],
+                         ids=["float64", "complex128", "float32", "complex64"])
+def test_cupy_chunks(rng, complex_, single):
     """cupy chunks (the cupy backend's steps, the one-pass residue kernel, the GPU epilogue):
-    the bits of ozaki.matmul on the whole cupy arrays, and of the CPU; k split unevenly."""
+    the bits of ozaki.matmul on the whole cupy arrays, and of the CPU; k split unevenly.
+    ``single``: float32/complex64 operands and results (the epilogue built with OUT_T=float)."""
     import cupy
     for name, (m, k, n) in (("phi", (300, 1000, 200)), ("specials", (70, 90, 60)), ("wide", (50, 70, 40))):
         A, B = family(rng, name, (m, k), complex_), family(rng, name, (k, n), complex_)
+        if single:
+            narrow = np.complex64 if complex_ else np.float32
+            with np.errstate(all="ignore"):
+                A, B = A.astype(narrow), B.astype(narrow)
         dA, dB = cupy.asarray(A), cupy.asarray(B)
         ka, kb = split_k(rng, k)
         a = da.from_array(dA, chunks=(uneven(rng, m), ka), asarray=False)

@@ -375,8 +375,13 @@ def gemm_fp32_digits(Da, Dbt, batch=1):
     return out
 
 
-def epilogue(products, shifts, m, beta_a, beta_b):
-    """CRT, Kulisch sum of slice pairs and one rounding, in one kernel pass.
+# The kernels' output type (OUT_T, kernels/kulisch.cuh) for each output dtype.
+_OUT_T = {np.dtype(np.float64): "double", np.dtype(np.float32): "float"}
+
+
+def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64):
+    """CRT, Kulisch sum of slice pairs and one rounding to ``out_dtype`` (float64 or
+    float32), in one kernel pass.
 
     ``products``: per slice pair a tuple of product stacks (m, rows, cols): (P,)
     for a real product, the Karatsuba (P1, P2, P3) for a complex one, whose
@@ -396,13 +401,14 @@ def epilogue(products, shifts, m, beta_a, beta_b):
     complex_ = len(products[0]) == 3
     npairs = len(products)
     defines = (("PROD_T", "int" if dtype == cupy.int32 else "long long"),
-               ("NMOD", m), ("LP", k.L), ("LACC", k.L if npairs == 1 else k.L + max(shifts) + 1))
+               ("NMOD", m), ("LP", k.L), ("LACC", k.L if npairs == 1 else k.L + max(shifts) + 1),
+               ("OUT_T", _OUT_T[np.dtype(out_dtype)]))
     if npairs == 1:
         defines += (("SINGLE_PAIR", 1),)
     if complex_:
         defines += (("COMPLEX", 1),)
     kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
-    outs = [cupy.empty((rows, cols), dtype=cupy.float64) for _ in range(2 if complex_ else 1)]
+    outs = [cupy.empty((rows, cols), dtype=out_dtype) for _ in range(2 if complex_ else 1)]
     one, table = _operands(arrays, npairs > 1)
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
     grid, block = _grid(rows * cols, 128)
@@ -544,13 +550,14 @@ def _fused_launch(defines, tables, a_stacks, b_stacks, slices_b, m, n, batch, a_
     kern(grid, (32 * wm * wn,), head + tail, shared_mem=shared)
 
 
-def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1):
+def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype=np.float64):
     """The exact-then-rounded product of residue stacks in one kernel.
 
     ``ra[h][t]``: the residues (num_moduli, batch*m, kp) of part h (real: A;
     complex: Ar, Ai, Ar + Ai) and slice t of A; ``rb[h][u]`` likewise for B^T;
     ``shifts``: per slice pair (t, u), in that order, its weight in limbs.
-    Returns the output parts, each (batch, m, n) float64: [C] or [Re, Im].
+    Returns the output parts, each (batch, m, n) of ``out_dtype`` (float64 or
+    float32, the format rounded to): [C] or [Re, Im].
     The same bits as ``epilogue`` over ``gemm``'s products.
     """
     parts, slices_a, slices_b = len(ra), len(ra[0]), len(rb[0])
@@ -559,12 +566,13 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1):
     b_stacks = [_pad(S) for h in range(parts) for S in rb[h]]
     m, n = a_stacks[0].shape[1] // batch, b_stacks[0].shape[1] // batch
     nout = 2 if parts == 3 else 1
-    outs = [cupy.empty((batch, m, n), dtype=cupy.float64) for _ in range(nout)]
+    outs = [cupy.empty((batch, m, n), dtype=out_dtype) for _ in range(nout)]
     if outs[0].size == 0:
         return outs
     LP = crt_constants(num_moduli).L
     defines = (("NMOD", num_moduli), ("NIN", parts), ("NPAIRS", npairs), ("LP", LP),
-               ("LACC", LP if npairs == 1 else LP + max(shifts) + 1), ("EPILOGUE_CRT", 1))
+               ("LACC", LP if npairs == 1 else LP + max(shifts) + 1), ("EPILOGUE_CRT", 1),
+               ("OUT_T", _OUT_T[np.dtype(out_dtype)]))
     if parts * a_stacks[0].shape[-1] <= SMALL_ACC_K and SMALL_ACC_K:
         defines += (("SMALL_ACC", 1),)
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))

@@ -198,8 +198,9 @@ def gemm_fp32_digits(Da, Dbt, batch=1):
     return _batched_matmul(Da, Dbt, batch, np.float32)
 
 
-def epilogue(products, shifts, m, beta_a, beta_b):
-    """CRT each pair's products, add them into one Kulisch accumulator, round once.
+def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64):
+    """CRT each pair's products, add them into one Kulisch accumulator, round once to
+    ``out_dtype`` (float64 or float32: kulisch.round_to).
 
     products: per slice pair a tuple of int arrays (m_mod, rows, cols): (P,) for
     a real product, (P1, P2, P3) = (Ar Br, Ai Bi, (Ar + Ai)(Br + Bi)) for a
@@ -222,5 +223,5 @@ def epilogue(products, shifts, m, beta_a, beta_b):
     outs = []
     for o in range(nout):
         kulisch.normalize(acc[o])
-        outs.append(kulisch.round_to_float64(acc[o], beta_a[:, None] + beta_b[None, :]))
+        outs.append(kulisch.round_to(acc[o], beta_a[:, None] + beta_b[None, :], out_dtype))
     return outs

@@ -5,8 +5,9 @@ weighs ``2**(32*l)``.  Between operations a limb may hold any int64 (carries
 are deferred, which is what makes sums of many terms cheap); ``normalize``
 brings every limb but the top one into [0, 2**32) and leaves the sign in the top
 limb (two's complement across limbs).  Nothing here ever rounds, except
-``round_to_float64``, which rounds once, to nearest even, directly at the
-exponent of the result (subnormals included; overflow gives inf).
+``round_to`` (``round_to_float64``), which rounds once, to nearest even,
+directly at the precision and exponent of the result in the target format
+(float64 or float32; subnormals included; overflow gives inf).
 
 These are small pure functions on plain numpy arrays; the GPU epilogue kernel
 (ozaki/backends/kernels/epilogue.cu) implements the same steps in CUDA.
@@ -15,7 +16,7 @@ These are small pure functions on plain numpy arrays; the GPU epilogue kernel
 import numpy as np
 
 __all__ = ["LIMB_BITS", "num_limbs", "from_int", "to_int", "normalize", "negate",
-           "shift_limbs", "round_to_float64"]
+           "shift_limbs", "round_to", "round_to_float64", "rounding_format"]
 
 LIMB_BITS = 32
 _MASK = (1 << LIMB_BITS) - 1
@@ -73,14 +74,27 @@ def _bit_length32(v):
     return np.frexp(v.astype(np.float64))[1].astype(np.int64)
 
 
-def round_to_float64(limbs, exponent):
-    """Round the exact value ``int(limbs) * 2**exponent`` to float64, once.
+def rounding_format(dtype):
+    """(precision, lsb_min) of a binary float format: the bits of its significand
+    and the exponent of its least subnormal's bit (float64: 53, -1074; float32: 24, -149)."""
+    info = np.finfo(dtype)
+    return info.nmant + 1, info.minexp - info.nmant
+
+
+def round_to(limbs, exponent, dtype=np.float64):
+    """Round the exact value ``int(limbs) * 2**exponent`` to ``dtype``, once.
 
     ``limbs`` normalized, shape (L, ...); ``exponent`` an int64 array broadcastable
-    to ``limbs.shape[1:]``.  Round to nearest, ties to even, at the precision the
-    result has at its own exponent (fewer than 53 bits for subnormals); values at
-    or beyond the overflow threshold give +-inf.  A zero value gives +0.0.
+    to ``limbs.shape[1:]``; ``dtype`` float64 or float32 (any binary format of at
+    most 53 bits, rounding_format).  Round to nearest, ties to even, at the precision
+    the result has at its own exponent in that format (fewer bits for its
+    subnormals); values at or beyond the format's overflow threshold give +-inf.
+    A zero value gives +0.0.  The rounded value is formed in float64, where it is
+    exact (at most 54 significant bits, exponent within float64's range or
+    beyond it as inf), and its cast to ``dtype`` is exact too: no double rounding.
     """
+    dtype = np.dtype(dtype)
+    precision, lsb_min = rounding_format(dtype)
     L = limbs.shape[0]
     shape = limbs.shape[1:]
     negative = limbs[L - 1] < 0
@@ -105,8 +119,8 @@ def round_to_float64(limbs, exponent):
     sticky = ((l0 & ((np.uint64(1) << ubl) - np.uint64(1))) != 0) | (nonzero & below).any(axis=0)
 
     E = exponent + LIMB_BITS * (top - 2) + bl                   # the value is T * 2**E (plus sticky)
-    lsb = np.maximum(E + 63 - 52, -1074)                        # exponent of the result's last bit
-    d = lsb - E                                                 # bits of T to drop, >= 11
+    lsb = np.maximum(E + 64 - precision, lsb_min)               # exponent of the result's last bit
+    d = lsb - E                                                 # bits of T to drop, >= 64 - precision
     dc = np.minimum(d, 64).astype(np.uint64)
     q = (T >> np.uint64(1)) >> (dc - np.uint64(1))
     rem = T - ((q << (dc - np.uint64(1))) << np.uint64(1))
@@ -114,7 +128,12 @@ def round_to_float64(limbs, exponent):
     up = (rem > half) | ((rem == half) & (sticky | ((q & np.uint64(1)) == 1)))
     q = q + up.astype(np.uint64)
     q = np.where(d > 64, np.uint64(0), q)                       # below half the least subnormal
-    with np.errstate(over="ignore"):
-        out = np.ldexp(q.astype(np.float64), lsb.astype(np.int32) if lsb.size else lsb)
-    out = np.where(is_zero, 0.0, out)
+    with np.errstate(over="ignore"):         # beyond the format's range: inf, as IEEE overflow
+        out = np.ldexp(q.astype(np.float64), lsb.astype(np.int32) if lsb.size else lsb).astype(dtype)
+    out = np.where(is_zero, dtype.type(0), out)
     return np.where(negative, -out, out)
+
+
+def round_to_float64(limbs, exponent):
+    """``round_to(limbs, exponent, numpy.float64)``."""
+    return round_to(limbs, exponent, np.float64)

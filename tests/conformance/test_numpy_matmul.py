@@ -50,29 +50,26 @@ def _load():
 _np_tests = _load()
 
 # dtypes of MatmulCommon.types ("?bhilqBHILQefdgFDGO") ozaki claims: float64, complex128,
-# and bool and the integer types (numpy's bool and integer results, computed exactly).
-TYPES = "?bhilqBHILQdD"
+# float32, complex64 (each entry rounded once to float32), and bool and the integer
+# types (numpy's bool and integer results, computed exactly).
+TYPES = "?bhilqBHILQfdFD"
 EXCLUDED_TYPES = {
-    "e": "float16: the product comes back as float64 (dtype preservation of narrow floats is "
-         "issue 12's float32 work, not done yet)",
-    "f": "float32: comes back as float64 (issue 12's float32/complex64 part, not done yet)",
-    "F": "complex64: comes back as complex128 (issue 12's float32/complex64 part, not done yet)",
+    "e": "float16: the product comes back as float64 (the exact product rounded once to float64; "
+         "no float16 emulation)",
     "g": "longdouble: refused with TypeError (float64 cannot hold it exactly; ozaki emulates FP64)",
     "G": "clongdouble: refused with TypeError (complex128 cannot hold it exactly)",
     "O": "object arrays: refused with TypeError (no exact integer residues of Python objects)",
 }
 
 _OBJECT = "object arrays are refused with TypeError (see EXCLUDED_TYPES['O'])"
-_FLOAT32 = "float32/complex64 results are not preserved yet (see EXCLUDED_TYPES['f'])"
 _METHOD = "calls the ndarray.dot method, not the dot name; it would test numpy itself"
 DESELECTED = {
     "TestOzakiDot::test_vecobject": _OBJECT,
     "TestOzakiDot::test_dot_out_result": _METHOD,
     "TestOzakiDot::test_dot_out_aliasing": _METHOD,
     "TestOzakiDot::test_accelerate_framework_sgemv_fix":
-        "float32 operands (numpy's sgemv alignment regression test): float32 is not claimed yet (see "
-        "EXCLUDED_TYPES['f']); on values it passes (float64 results), but its 40 matrix-vector "
-        "products take ~11 s on 2 cores",
+        "numpy's sgemv alignment regression test: it passes (float32 results), but its 40 "
+        "matrix-vector products take ~11 s on 2 cores",
     "TestOzakiDot::test_huge_vectordot[float64]": "needs 18 GB and 2**30-element vectors (numpy marks it slow)",
     "TestOzakiDot::test_huge_vectordot[complex128]": "needs 18 GB and 2**30-element vectors (numpy marks it slow)",
     "TestOzakiMatmul::test_matmul_object": _OBJECT,
@@ -80,8 +77,6 @@ DESELECTED = {
     "TestOzakiMatmul::test_matmul_empty": _OBJECT,
     "TestOzakiMatmul::test_matmul_exception_multiply": _OBJECT,
     "TestOzakiMatmul::test_matmul_exception_add": _OBJECT,
-    "TestOzakiMatmul::test_dot_equivalent_matrix_matrix_blastypes[float32]": _FLOAT32,
-    "TestOzakiMatmul::test_dot_equivalent_matrix_matrix_blastypes[complex64]": _FLOAT32,
 }
 
 

@@ -71,3 +71,35 @@ def test_shift_and_negate(x, by):
     limbs = kulisch.from_int(x, L).reshape(L, 1)
     assert kulisch.to_int(kulisch.negate(limbs.copy())[:, 0]) == -x
     assert kulisch.to_int(kulisch.shift_limbs(limbs, by, L + by)[:, 0]) == x << (32 * by)
+
+
+def same32(a, b):
+    return np.array(a, np.float32).view(np.uint32) == np.array(b, np.float32).view(np.uint32)
+
+
+@given(st.lists(big_ints, min_size=1, max_size=8), st.integers(-450, 200))
+@settings(max_examples=400, deadline=None)
+def test_round_to_float32_matches_fractions(xs, e):
+    """One rounding straight to float32 (its precision, subnormals from 2**-149, overflow at
+    2**128), against reference.round_fraction32 (float32 neighbours compared exactly)."""
+    from ozaki.reference import round_fraction32
+    L = kulisch.num_limbs(max(abs(x) for x in xs).bit_length() + 1)
+    limbs = np.stack([kulisch.from_int(x, L) for x in xs], axis=1)
+    exps = np.array([e - i for i in range(len(xs))])
+    got = kulisch.round_to(limbs, exps, np.float32)
+    assert got.dtype == np.float32
+    for i, x in enumerate(xs):
+        assert same32(got[i], round_fraction32(Fraction(x) * Fraction(2) ** (e - i))), (x, e - i)
+
+
+def test_float32_ties_subnormals_overflow():
+    from ozaki.reference import round_fraction32
+    cases = [((1 << 24) + 1, 0), ((1 << 24) + 3, 0), (((1 << 24) + 1) << 40 | 1, -40), (3, -151), (1, -150),
+             (3, -150), (1, -151), ((1 << 24) - 1, 104), ((1 << 25) - 1, 103), (1, 128), (-1, 128),
+             ((1 << 23) + 1, -149 - 23), (-((1 << 53) + 1), -60)]
+    for x, e in cases:
+        L = kulisch.num_limbs(abs(x).bit_length() + 1)
+        got = kulisch.round_to(kulisch.from_int(x, L).reshape(L, 1), np.array([e]), np.float32)[0]
+        assert same32(got, round_fraction32(Fraction(x) * Fraction(2) ** e)), (x, e)
+    assert kulisch.rounding_format(np.float64) == (53, -1074)
+    assert kulisch.rounding_format(np.float32) == (24, -149)

@@ -1,17 +1,18 @@
 // Epilogue in one pass (the unfused path; fused.cu does it on chip): reduce the int32/int64 GEMM products modulo p, CRT each
 // slice pair into exact 32-bit limbs, add the pairs into a Kulisch accumulator
-// at their shifts, round once to float64 at 2**(beta_a[i] + beta_b[j]).
+// at their shifts, round once to OUT_T at 2**(beta_a[i] + beta_b[j]).
 // Complex products (COMPLEX): each pair brings the three Karatsuba products
 // P1 = Ar Br, P2 = Ai Bi, P3 = (Ar + Ai)(Br + Bi), and the kernel forms
 // Re = P1 - P2 and Im = P3 - P1 - P2 itself (exact in float64), reducing and
 // rounding both: the products are read once, no int64 copies.
 //
 // The same steps as ozaki/crt/reconstruct.py (reconstruct) and
-// ozaki/crt/kulisch.py (normalize, round_to_float64).  Compile-time sizes:
+// ozaki/crt/kulisch.py (normalize, round_to).  Compile-time sizes:
 //   PROD_T  the element type of the products (int or long long)
 //   NMOD    the number of moduli; LP limbs of one CRT value, LACC of the accumulator
 //   SINGLE_PAIR  defined when there is one slice pair (fast/accurate modes)
 //   COMPLEX      defined for complex products (three inputs, two outputs a pair)
+//   OUT_T        the output type, double (default) or float: the format rounded to
 // and the constant tables MOD_P, MOD_INV, CRT_C (NMOD x LP limbs of c_i),
 // CRT_P (LP limbs of P) and CRT_INV_P from cupy_backend._constant_tables.
 
@@ -36,7 +37,7 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
                                     const int* __restrict__ shifts,         // (npairs,) in limbs
                                     const long long* __restrict__ beta_a,
                                     const long long* __restrict__ beta_b,
-                                    double* __restrict__ out0, double* __restrict__ out1,
+                                    OUT_T* __restrict__ out0, OUT_T* __restrict__ out1,
                                     long long out_stride) {
     // Every product array has shape (NMOD, rows, cols) with the same strides (in
     // elements; the last axis contiguous): they come from one GEMM routine.
@@ -94,10 +95,10 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
         long long e = beta_a[row] + beta_b[col];
         long long at = row * out_stride + col;
         normalize(acc[0], LACC);
-        out0[at] = round_to_float64<LACC>(acc[0], e);
+        out0[at] = round_to<LACC, OUT_T>(acc[0], e);
 #ifdef COMPLEX
         normalize(acc[1], LACC);
-        out1[at] = round_to_float64<LACC>(acc[1], e);
+        out1[at] = round_to<LACC, OUT_T>(acc[1], e);
 #endif
     }
 }

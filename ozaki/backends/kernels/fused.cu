@@ -218,7 +218,7 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
       const int* __restrict__ shifts,                   // (NPAIRS,) in limbs
       const long long* __restrict__ beta_a,             // (batch * m,), by row of the A stacks
       const long long* __restrict__ beta_b,             // (batch * n,)
-      double* __restrict__ out0, double* __restrict__ out1,
+      OUT_T* __restrict__ out0, OUT_T* __restrict__ out1,
       long long out_gstride, long long out_rstride
 #else
       int* __restrict__ row_max, int* __restrict__ col_max   // (batch * m,), (batch * n,), zeroed
@@ -386,10 +386,10 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
         long long e = beta_a[a_row0 + r] + beta_b[b_row0 + c];
         long long at = g * out_gstride + (long long)(i0 + r) * out_rstride + j0 + c;
         normalize(acc_l[0], LACC);
-        out0[at] = round_to_float64<LACC>(acc_l[0], e);
+        out0[at] = round_to<LACC, OUT_T>(acc_l[0], e);
 #if NOUT == 2
         normalize(acc_l[1], LACC);
-        out1[at] = round_to_float64<LACC>(acc_l[1], e);
+        out1[at] = round_to<LACC, OUT_T>(acc_l[1], e);
 #endif
     }
 #endif

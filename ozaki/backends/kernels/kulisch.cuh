@@ -4,10 +4,15 @@
 //
 // Compile-time: NMOD moduli, LP limbs of one CRT value, and the constant
 // tables MOD_P, MOD_INV, CRT_C (NMOD x LP limbs of c_i), CRT_P (LP limbs of P)
-// and CRT_INV_P from cupy_backend._constant_tables.
+// and CRT_INV_P from cupy_backend._constant_tables; OUT_T, the output type
+// (double, the default, or float), which the kernels' final writes use.
 #pragma once
 
 #include "modular.cuh"
+
+#ifndef OUT_T
+#define OUT_T double
+#endif
 
 // 2**(32 l), the weights of the limbs (LP <= 12 for the 49 moduli of the table).
 __constant__ double LIMB_WEIGHT[12] = {0x1p0, 0x1p32, 0x1p64, 0x1p96, 0x1p128, 0x1p160, 0x1p192,
@@ -58,11 +63,21 @@ __device__ __forceinline__ void normalize(long long* a, int L) {
     }
 }
 
-// RN(int(a) * 2**exponent) for normalized limbs a; a is overwritten.
+// The output formats of round_to: the bits of the significand and the
+// exponent of the least subnormal's bit (ozaki/crt/kulisch.py, rounding_format).
+template <typename F> struct Format;
+template <> struct Format<double> { static constexpr int PREC = 53, LSB_MIN = -1074; };
+template <> struct Format<float> { static constexpr int PREC = 24, LSB_MIN = -149; };
+
+// RN(int(a) * 2**exponent) in the format F, rounded once, for normalized
+// limbs a; a is overwritten.  The rounded value is formed in a double, where
+// it is exact (at most PREC + 1 <= 54 bits; beyond double's range only if it
+// overflows F too), so its conversion to F is exact: no double rounding.
 // L is a compile-time constant at every call, so the loops unroll and the
 // limbs stay in registers (no run-time index into a[]).
-template <int L>
-__device__ __forceinline__ double round_to_float64(long long* a, long long exponent) {
+template <int L, typename F = double>
+__device__ __forceinline__ F round_to(long long* a, long long exponent) {
+    constexpr int PREC = Format<F>::PREC, LSB_MIN = Format<F>::LSB_MIN;
     bool negative = a[L - 1] < 0;
     if (negative) {
 #pragma unroll
@@ -81,13 +96,13 @@ __device__ __forceinline__ double round_to_float64(long long* a, long long expon
         prev2 = prev1;
         prev1 = cur;
     }
-    if (top < 0) return 0.0;
+    if (top < 0) return F(0);
     int bl = 64 - __clzll(l2);                     // 1..32
     unsigned long long T = (l2 << (64 - bl)) | (l1 << (32 - bl)) | (l0 >> bl);
     sticky |= (l0 & ((1ULL << bl) - 1)) != 0;
     long long E = exponent + 32LL * (top - 2) + bl;   // value = T * 2**E (+ sticky)
-    long long lsb = E + 11 > -1074 ? E + 11 : -1074;
-    long long d = lsb - E;                          // >= 11
+    long long lsb = E + (64 - PREC) > LSB_MIN ? E + (64 - PREC) : LSB_MIN;
+    long long d = lsb - E;                          // >= 64 - PREC
     unsigned long long q = 0;
     if (d <= 64) {
         q = (T >> 1) >> (d - 1);
@@ -97,5 +112,5 @@ __device__ __forceinline__ double round_to_float64(long long* a, long long expon
     }
     int ilsb = lsb > 4096 ? 4096 : (int)lsb;
     double r = ldexp((double)q, ilsb);
-    return negative ? -r : r;
+    return (F)(negative ? -r : r);                  // exact (round to nearest: inf past F's range)
 }

@@ -1,0 +1,104 @@
+"""float32 and complex64 results on the GPU: the CPU backend's bits on both paths
+(config(path="fused") and "cublas"), the kernels built with OUT_T=float (needs a CUDA device)."""
+
+import numpy as np
+import pytest
+
+import ozaki
+from ozaki import reference, scheme
+from tests import inputs
+
+pytestmark = pytest.mark.gpu
+
+F32 = np.float32
+PATHS = ["fused", "cublas"]
+
+
+def same_bits(x, y):
+    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
+    return x.shape == y.shape and x.dtype == y.dtype and np.array_equal(x.view(np.uint8), y.view(np.uint8))
+
+
+def f32(x):
+    with np.errstate(over="ignore"):
+        return np.asarray(x).astype(F32)
+
+
+def on_path(path, A, B, **kw):
+    import cupy
+    with ozaki.config(path=path):
+        out = ozaki.matmul(cupy.asarray(A), cupy.asarray(B), **kw)
+    assert isinstance(out, cupy.ndarray)
+    return cupy.asnumpy(out)
+
+
+def chosen(path, A, B, mode):
+    """The path the GPU backend takes for this product (so a "fused" test cannot run the other)."""
+    from ozaki.backends import cupy_backend
+    m, k = A.shape[-2:]
+    n = B.shape[-1]
+    parts = 3 if np.iscomplexobj(A) or np.iscomplexobj(B) else 1
+    nm = scheme.default_num_moduli(mode, k * (2 if parts == 3 else 1), F32)
+    return cupy_backend.choose_path(path, m, n, k, 1, nm, parts)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("mode", ["fast", "accurate", "exact", "certified"])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (5, 3, 7), (63, 65, 64), (130, 300, 70)])
+def test_float32_same_bits(rng, path, mode, shape):
+    m, k, n = shape
+    A, B = f32(inputs.wide(rng, (m, k), 6)), f32(inputs.wide(rng, (k, n), 6))
+    assert chosen(path, A, B, "accurate") == path
+    cpu = ozaki.matmul(A, B, mode=mode)
+    gpu = on_path(path, A, B, mode=mode)
+    assert gpu.dtype == F32 and same_bits(cpu, gpu)
+    if mode == "exact" and m * n <= 500:
+        assert same_bits(gpu, reference.exact_matmul(A, B, dtype=F32))
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
+def test_complex64_same_bits(rng, path, mode):
+    A = (f32(inputs.wide(rng, (40, 70), 8)) + 1j * f32(inputs.wide(rng, (40, 70), 8))).astype(np.complex64)
+    B = (f32(inputs.wide(rng, (70, 33), 8)) + 1j * f32(inputs.wide(rng, (70, 33), 8))).astype(np.complex64)
+    cpu = ozaki.matmul(A, B, mode=mode)
+    gpu = on_path(path, A, B, mode=mode)
+    assert gpu.dtype == np.complex64 and same_bits(cpu, gpu)
+    Br = f32(inputs.normal(rng, (70, 33)))                    # complex64 x float32
+    assert same_bits(ozaki.matmul(A, Br, mode=mode), on_path(path, A, Br, mode=mode))
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_float32_adversarial(rng, path):
+    """Near float32 ties (where rounding via float64 goes wrong), subnormal results,
+    overflow to inf, cancellation, signed zeros, NaN/inf, wide exponent ranges."""
+    from tests.test_float32 import near_ties
+    cases = [near_ties(rng, 40, kind) for kind in ("above", "below", "tie", "subnormal", "mixed")]
+    cases += [(f32(rng.standard_normal((12, 9)) * np.exp2(rng.integers(-90, -60, (12, 9)))),
+               f32(rng.standard_normal((9, 7)) * np.exp2(rng.integers(-90, -60, (9, 7))))),
+              (f32(rng.standard_normal((8, 10)) * 2.0 ** 66), f32(rng.standard_normal((10, 6)) * 2.0 ** 64)),
+              tuple(f32(x) for x in inputs.cancelling(rng, 16, 64, 8)),
+              (inputs.sprinkle_specials(rng, f32(inputs.normal(rng, (16, 40)))),
+               inputs.sprinkle_zeros(rng, f32(inputs.normal(rng, (40, 16))))),
+              (f32(inputs.wide(rng, (20, 50), 60)), f32(inputs.wide(rng, (50, 9), 60)))]
+    for A, B in cases:
+        for mode in ("fast", "accurate", "exact", "certified"):
+            assert same_bits(ozaki.matmul(A, B, mode=mode), on_path(path, A, B, mode=mode)), mode
+        assert same_bits(on_path(path, A, B, mode="exact"), reference.exact_matmul(A, B, dtype=F32))
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_float32_stacks_and_exact_slices(rng, path):
+    A, B = f32(inputs.wide(rng, (6, 20, 30), 60)), f32(inputs.wide(rng, (6, 30, 10), 60))
+    for mode, nm in (("exact", None), ("accurate", None), ("accurate", 12), ("fast", 5)):
+        assert same_bits(ozaki.matmul(A, B, mode=mode, num_moduli=nm), on_path(path, A, B, mode=mode, num_moduli=nm))
+
+
+def test_float32_out_and_dot(rng):
+    import cupy
+    A, B = f32(inputs.normal(rng, (9, 17))), f32(inputs.normal(rng, (17, 5)))
+    out = cupy.empty((9, 5), F32)
+    ozaki.matmul(cupy.asarray(A), cupy.asarray(B), out=out, mode="exact")
+    assert same_bits(cupy.asnumpy(out), ozaki.matmul(A, B, mode="exact"))
+    d = ozaki.dot(cupy.asarray(A[0]), cupy.asarray(B[:, 0]), mode="exact")
+    assert d.dtype == F32 and same_bits(cupy.asnumpy(d), np.asarray(ozaki.dot(A[0], B[:, 0], mode="exact")))

@@ -1,0 +1,100 @@
+"""kernels/kulisch.cuh's round_to, built for the host with a C++ compiler, against
+ozaki.crt.kulisch.round_to and reference.round_fraction32 / Python's float(Fraction).
+
+The device-only qualifiers and intrinsics the header uses are stubbed (see HOST);
+the rounding code is the header's own, so its float64 and float32 formats are checked
+bit for bit on machines without a GPU.  Skipped when no C++ compiler is found.
+"""
+
+import os
+import random
+import shutil
+import subprocess
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from ozaki.crt import kulisch
+from ozaki.reference import round_fraction, round_fraction32
+
+KERNELS = os.path.join(os.path.dirname(__file__), "..", "..", "ozaki", "backends", "kernels")
+NL = 6
+HOST = r"""
+#include <cmath>
+#include <cstdio>
+#include <cstdint>
+#include <cstring>
+using std::fma; using std::ldexp;
+#define __device__
+#define __forceinline__ inline
+#define __constant__
+static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+static inline double __hiloint2double(int hi, int lo) {
+    uint64_t b = ((uint64_t)(uint32_t)hi << 32) | (uint32_t)lo; double d; memcpy(&d, &b, 8); return d; }
+static inline long long __double_as_longlong(double x) { long long b; memcpy(&b, &x, 8); return b; }
+#define LP 1
+double MOD_INV[1] = {1.0}, MOD_P[1] = {1.0}, CRT_C[1][1] = {{1.0}}, CRT_P[1] = {1.0};
+#define CRT_INV_P 1.0
+#include "kulisch.cuh"
+int main() {      // stdin: "bits exponent limb0 .. limb5" per line; stdout: the result's bits
+    int fmt; long long e, a[NL];
+    while (scanf("%d %lld", &fmt, &e) == 2) {
+        for (int l = 0; l < NL; ++l) if (scanf("%lld", &a[l]) != 1) return 1;
+        if (fmt == 64) { double r = round_to<NL, double>(a, e); unsigned long long b; memcpy(&b, &r, 8);
+                         printf("%llu\n", b); }
+        else { float r = round_to<NL, float>(a, e); unsigned int b; memcpy(&b, &r, 4); printf("%u\n", b); }
+    }
+    return 0;
+}
+""".replace("NL", str(NL))
+
+
+@pytest.fixture(scope="module")
+def host_round(tmp_path_factory):
+    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler for the host build of kulisch.cuh")
+    d = tmp_path_factory.mktemp("kulisch_cuh")
+    (d / "host.cpp").write_text(HOST)
+    subprocess.run([cxx, "-O1", "-std=c++17", "-I", KERNELS, str(d / "host.cpp"), "-o", str(d / "host")],
+                   check=True, capture_output=True)
+    return str(d / "host")
+
+
+def cases(seed, count):
+    rnd = random.Random(seed)
+    out = []
+    for _ in range(count):
+        fmt = rnd.choice([32, 64])
+        if rnd.random() < 0.4:         # at or next to a tie of either precision, shifted anywhere
+            p = rnd.choice([24, 53])
+            x = ((rnd.getrandbits(p) | (1 << (p - 1))) << 1 | 1) << rnd.randint(0, 100)
+            x += rnd.choice([-1, 0, 0, 1])
+        else:
+            bits = rnd.randint(1, 180)
+            x = rnd.getrandbits(bits) | (1 << (bits - 1))
+        x *= rnd.choice([1, -1])
+        lo, hi = (-149, 128) if fmt == 32 else (-1074, 1024)
+        if rnd.random() < 0.7:         # around the subnormal range and the overflow threshold
+            e = rnd.randint(lo - x.bit_length() - 3, hi - x.bit_length() + 3)
+        else:
+            e = rnd.randint(-1300, 1100)
+        out.append((fmt, e, x))
+    return out
+
+
+def test_device_rounding_matches_python_and_reference(host_round):
+    todo = cases(2026, 4000) + [(32, 0, (1 << 24) + 1), (32, -150, 1), (32, -151, 3), (32, 104, (1 << 24) - 1),
+                                (32, 103, (1 << 25) - 1), (64, -1075, 1), (64, 971, (1 << 53) - 1), (32, 0, 0)]
+    lines = [f"{fmt} {e} " + " ".join(str(int(v)) for v in kulisch.from_int(x, NL)) for fmt, e, x in todo]
+    got = subprocess.run([host_round], input="\n".join(lines) + "\n", capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert len(got) == len(todo)
+    for (fmt, e, x), g in zip(todo, got):
+        dt, ut = (np.float32, np.uint32) if fmt == 32 else (np.float64, np.uint64)
+        py = kulisch.round_to(kulisch.from_int(x, NL).reshape(NL, 1), np.array([e]), dt)[0]
+        f = Fraction(x) * Fraction(2) ** e
+        ref = round_fraction32(f) if fmt == 32 else round_fraction(f)
+        want = int(np.array(ref, dtype=dt).view(ut))
+        assert int(g) == int(np.array(py).view(ut)) == want, (fmt, e, x)
