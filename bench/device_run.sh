@@ -11,6 +11,7 @@
 #   final  GPU tests, fp8 exactness, steps, GEMM 1024..16384, ZGEMM, fp8 vs int8, FFT up to 2^24, 512^3
 #   diag   all GPU tests, the crossover table and host profile, the small-accumulator reduction
 #          off, the fused kernel under ncu (about 8 min)
+#   close  GPU tests in two timed groups, the crossover table, float32 GEMM (about 8 min)
 #   fused  tile sweep, fused/cuBLAS crossover table and host profile, all GPU tests under the chosen
 #          tiles, linalg, dask and FFT benchmarks  (under 9 min; wheels for dask in .whl)
 set -u
@@ -47,6 +48,14 @@ elif [ "$profile" = diag ]; then      # GPU tests, the crossover table, the fuse
     stage ncu 90 ncu --clock-control none -k regex:fused --launch-skip 2 --launch-count 6 \
         --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
         --section ComputeWorkloadAnalysis --section InstructionStats python3 -m bench.fused_probe
+elif [ "$profile" = close ]; then     # GPU tests by file (timed), float32 rows, the crossover table
+    stage gpu_backends 150 python3 -m pytest -q --durations=8 -m gpu tests/backends tests/test_api.py tests/gemm \
+        -p no:cacheprovider --junitxml="$W/gpu_backends.xml"
+    stage gpu_rest 170 python3 -m pytest -q --durations=8 -m gpu tests/fft tests/linalg tests/test_dask.py \
+        tests/test_certified.py tests/test_float32.py -p no:cacheprovider --junitxml="$W/gpu_rest.xml"
+    stage crossover 100 python3 -m bench.crossover --out "$W/crossover.json"
+    stage gemm_f32 50 python3 -m bench.gemm --dtype float32 --sizes 4096 8192 --families normal --no-emulated \
+        --samples 4 --repeats 3 --modes accurate --out "$W/gemm_f32.json"
 elif [ "$profile" = quick ]; then
     stage gpu_tests 170 python3 -m pytest -q --maxfail=5 -m gpu tests -p no:cacheprovider
     stage steps 60 python3 -m bench.steps --sizes 8192 16384 --probes --out "$W/steps.json"
@@ -112,6 +121,7 @@ tar czf "$OUT/results.tgz" -C "$W" .
 {
 echo "== stages =="; cat "$W/stages.txt"
 echo "== GPU tests =="; for f in "$W"/gpu_*.txt; do echo "$(basename $f):"; grep -E "passed|failed|Error|assert" "$f" | tail -12; done
+echo "== durations =="; grep -h -A10 "slowest" "$W"/gpu_*.txt | head -24
 [ -f "$W/crossover.txt" ] && { echo "== fused vs cuBLAS path =="; grep -E "^(stack|square|skinny|complex|best)" "$W/crossover.txt"; }
 for f in linalg dask; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -15 "$W/$f.txt"; }; done
 echo "== time split =="; cat "$W/steps.txt"
