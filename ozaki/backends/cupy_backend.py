@@ -468,10 +468,11 @@ def _fused_shared(tile, residue_tiles):
     return stages * (bm + bn) * (bk + 16) + residue_tiles * bm * (bn + 4)
 
 
-# A launch of fewer blocks than this per multiprocessor leaves the SMs short of
-# warps to hide latency with: the square 512^2 product took 0.137 ms on 32
-# blocks of the long tile (bench/results/2026-12-03-4b1c962/crossover.txt).
-FUSED_MIN_BLOCKS_PER_SM = 2
+# A launch of fewer blocks than this per multiprocessor leaves SMs idle: the
+# square 512^2 product took 0.137 ms on 32 blocks of the long tile, 0.107 ms on
+# 1024 of the small one; but 1024^2 took 0.214 ms on 128 long tiles and 0.305 ms
+# on the small ones (bench/results/2026-12-03-{4b1c962,896b51e}/crossover.txt).
+FUSED_MIN_BLOCKS_PER_SM = 0.5
 
 
 @functools.lru_cache(maxsize=None)
