@@ -33,6 +33,7 @@ static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((u
 static inline double __hiloint2double(int hi, int lo) {
     uint64_t b = ((uint64_t)(uint32_t)hi << 32) | (uint32_t)lo; double d; memcpy(&d, &b, 8); return d; }
 static inline long long __double_as_longlong(double x) { long long b; memcpy(&b, &x, 8); return b; }
+static inline float __int_as_float(int b) { float f; memcpy(&f, &b, 4); return f; }
 #define LP 1
 double MOD_INV[1] = {1.0}, MOD_P[1] = {1.0}, CRT_C[1][1] = {{1.0}}, CRT_P[1] = {1.0};
 #define CRT_INV_P 1.0

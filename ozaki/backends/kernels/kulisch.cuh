@@ -110,6 +110,14 @@ __device__ __forceinline__ F round_to(long long* a, long long exponent) {
         unsigned long long half = 1ULL << (d - 1);
         if (rem > half || (rem == half && (sticky || (q & 1ULL)))) q += 1;
     }
+    if constexpr (sizeof(F) == 4) {
+        // float32 subnormals (lsb at its least) from their bits: q 2**-149 has the
+        // bits q, also where rounding carried into the least normal (q = 2**23, 2**24).
+        // A double -> float conversion would flush them to zero where the device
+        // compiles float arithmetic with flush-to-zero (seen on the H200, 896b51e).
+        if (lsb == LSB_MIN)
+            return __int_as_float((int)q | (negative ? (int)0x80000000 : 0));
+    }
     int ilsb = lsb > 4096 ? 4096 : (int)lsb;
     double r = ldexp((double)q, ilsb);
     return (F)(negative ? -r : r);                  // exact (round to nearest: inf past F's range)
