@@ -84,7 +84,7 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False):
     return amax, flags, e, c, sumsq
 
 
-def bound_bottoms(maxima, e, bound, xp=np):
+def bound_bottoms(maxima, e, bound):
     """Accurate mode's bottoms from its bound GEMM (scheme.plan_accurate):
     -(e + floor(s / 2)) per row, s the largest integer with 2**s maxima <= bound.
 
@@ -92,9 +92,9 @@ def bound_bottoms(maxima, e, bound, xp=np):
     [0.5, 1)): s = q - r, one less when f > g.  Exact integer work (the maxima
     are integers below 2**31, exact in float64), so kernels agree bit for bit.
     """
-    f, r = xp.frexp(maxima.astype(xp.float64))
+    f, r = np.frexp(maxima.astype(np.float64))
     g, q = math.frexp(bound)
-    s = q - r.astype(xp.int64) - (f > g).astype(xp.int64)
+    s = q - r.astype(np.int64) - (f > g).astype(np.int64)
     return -(e + s // 2)
 
 
@@ -103,7 +103,7 @@ def flags_found(flags_a, flags_b):
     bit 0 some row has NaN/inf, bit 1 some row has a zero (an int on the host)."""
     found = 0
     for flags in (flags_a, flags_b):
-        found |= int(np.bitwise_or.reduce(flags, initial=0)) if flags.size else 0
+        found |= int(np.bitwise_or.reduce(flags, initial=0))
     return found & 3
 
 
