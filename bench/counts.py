@@ -11,7 +11,8 @@ not: the CPU backend's are numpy, the GPU backend's kernels); a host sync is a
 device value turned into a Python value by int(), float() or bool() in the
 modules that run on device arrays (shadowed in their globals), by
 ``specials._host`` (a device -> host copy), by the linalg namespace's
-``asnumpy``, or by the ``.tolist()`` of scheme._needing_fixups.
+``asnumpy``, by the ``.tolist()`` of scheme._needing_fixups, or by
+``scheme.to_host_ints`` (one transfer of several values).
 
 Columns: products (ozaki product pipelines run: product_finite calls),
 residues (backend residue passes: ``residues`` + ``add_residues``), gemm
@@ -107,6 +108,14 @@ def counting():
     patch(specials, "_host", lambda a: (c.add("syncs"), host(a))[1])
     asnumpy = _backend.Namespace.asnumpy
     patch(_backend.Namespace, "asnumpy", lambda self, x: (c.add("syncs"), asnumpy(self, x))[1])
+    if hasattr(scheme, "to_host_ints"):      # the pipeline's own transfers (after prepared operands)
+        to_host = scheme.to_host_ints
+
+        def to_host_ints(xp, values):
+            if any(not isinstance(v, int) for v in values):
+                c.add("syncs")
+            return to_host(xp, values)
+        patch(scheme, "to_host_ints", to_host_ints)
     needing = scheme._needing_fixups
 
     def needing_fixups(xp, C, found):

@@ -794,6 +794,8 @@ class Prepared:
     sharing what is kept.
     """
 
+    matrix = False        # made from one matrix (ozaki.prepare), not a stack
+
     def __init__(self, ready, g0, g1):
         self._ready, self._window = ready, (g0, g1)
 
