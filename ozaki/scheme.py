@@ -279,7 +279,9 @@ def exact_sizes_beside(span_a, span_b, k, num_moduli=None, width_a=None, width_b
     once, for one slicing): the other side's width is chosen alone, so the two widths may
     differ.  Exact mode's result is the correctly rounded exact product whatever the
     slicing (every slicing whose products the moduli reconstruct is exact), so the bits
-    are those of the unprepared product.  Returns (width_a, width_b, moduli, slices_a, slices_b)."""
+    are those of the unprepared product.  Two fixed widths that the moduli cannot carry
+    together leave B's free (B's prepared residues then go unused by that product).
+    Returns (width_a, width_b, moduli, slices_a, slices_b)."""
     span_a, span_b = max(int(span_a), 1), max(int(span_b), 1)
     if width_a is None and width_b is None:
         w, m, ta, tb = exact_sizes(span_a, span_b, k, num_moduli)
@@ -289,7 +291,10 @@ def exact_sizes_beside(span_a, span_b, k, num_moduli=None, width_a=None, width_b
     elif width_a is None:
         widths = ((w, width_b) for w in _widths_to(span_a))
     else:
-        widths = [(width_a, width_b)]
+        try:
+            return _cheapest_slicing(span_a, span_b, k, num_moduli, [(width_a, width_b)])
+        except ValueError:
+            return exact_sizes_beside(span_a, span_b, k, num_moduli, width_a)
     return _cheapest_slicing(span_a, span_b, k, num_moduli, widths)
 
 
@@ -415,7 +420,7 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
     shifts = [(t * wa + u * wb) // LIMB_BITS for t in range(plan.slices_a) for u in range(plan.slices_b)]
 
     def slices(X_parts, lo, hi, beta, width, count, ready):
-        if ready is not None:
+        if ready is not None and ready.fits(width, count):
             return ready.residues(plan, lo, hi)
         return _part_residues([X[lo:hi] for X in X_parts], beta[lo:hi], width, plan, count, backend)
 
@@ -843,12 +848,17 @@ class Prepared:
         w = self._rows()
         return tuple(f[w] for f in self._ready.fast)
 
+    def fits(self, width, count):
+        """Whether its residues are cut as a product's plan cuts its side (exact_sizes_beside)."""
+        return (width, count) == (self._ready.width, self._ready.slices)
+
     def residues(self, plan, lo, hi):
         """The residues of rows lo..hi of the window under ``plan``, as _part_residues makes them."""
         xp = self.backend.xp
-        r0 = self._rows().start
+        w = self._rows()
+        rows = slice(w.start + lo, min(w.start + hi, w.stop))      # as X[lo:hi] of the window's rows
         m = plan.num_moduli
-        return [[xp.ascontiguousarray(r[:m, r0 + lo:r0 + hi]) for r in part] for part in self._ready.residues(plan)]
+        return [[xp.ascontiguousarray(r[:m, rows]) for r in part] for part in self._ready.residues(plan)]
 
 
 def _complex(xp, re, im):
