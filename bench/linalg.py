@@ -248,7 +248,9 @@ def print_row(r):
         extra = (f"  factor {r['factor_ms']:.1f}  rcond {r['rcond_ms']:.1f}  solve {r['first_solve_ms']:.1f}"
                  f"  refine {r['refine_ms']:.1f} ms ({r['iterations']} it)")
     elif "exact_dd_ms" in r:
-        extra = f"  exact {r['exact_ms']:.2f} (unprepared {r.get('exact_unprepared_ms', float('nan')):.2f})  exact dd {r['exact_dd_ms']:.2f}  dgemv {r['native_gemv_ms']:.2f} ms"
+        unprepared = r.get("exact_unprepared_ms", float("nan"))
+        extra = (f"  exact {r['exact_ms']:.2f} (unprepared {unprepared:.2f})  exact dd {r['exact_dd_ms']:.2f}"
+                 f"  dgemv {r['native_gemv_ms']:.2f} ms")
     print(f"{r['n']:6d} {r['op']:9s} {r['impl']:6s} {r['ms']:10.2f} ms {r['tflops']:7.2f} TFLOPS "
           f"x{r['speedup']:5.2f}{extra}", flush=True)
 
