@@ -20,9 +20,9 @@ import numpy as np
 
 from . import crt, reference, scheme
 from .gemm import SUBSTRATES
-from .scheme import MODES, default_num_moduli
+from .scheme import MODES, Prepared, default_num_moduli
 
-__all__ = ["matmul", "dot", "config", "get_config", "MODES", "default_num_moduli",
+__all__ = ["matmul", "dot", "prepare", "Prepared", "config", "get_config", "MODES", "default_num_moduli",
            "crt", "reference", "scheme", "backend_for"]
 
 __version__ = "0.1.0"
@@ -443,7 +443,8 @@ def matmul(a, b, /, out=None, *, axes=None, mode=None, num_moduli=None, substrat
         them with FP32 accumulation (ozaki.gemm.fp8; cuBLASLt FP8 through
         PyTorch on cupy arrays).  The same bits either way.
 
-    Unset options come from ``ozaki.config``.
+    Unset options come from ``ozaki.config``.  Either operand may be a
+    ``Prepared`` one (``ozaki.prepare``): see there.
 
     Returns
     -------
@@ -461,6 +462,8 @@ def matmul(a, b, /, out=None, *, axes=None, mode=None, num_moduli=None, substrat
         Unsupported or lossy dtypes (object, strings, longdouble), mixed
         numpy/cupy operands, an ``out`` the result cannot be cast to.
     """
+    if isinstance(a, Prepared) or isinstance(b, Prepared):
+        return _matmul_prepared(a, b, out, axes, mode, num_moduli, substrate)
     mode, num_moduli, substrate = _options(mode, num_moduli, substrate)
     if _is_dask(a) or _is_dask(b):        # chunked operands: before _operands would compute them
         return _on_dask("matmul", a, b, out, axes, mode, num_moduli, substrate)
@@ -540,6 +543,107 @@ def dot(a, b, out=None, *, mode=None, num_moduli=None, substrate=None):
         out[...] = c
         return out[()] if out.ndim == 0 and xp is np else out
     return c[()] if c.ndim == 0 and xp is np else c
+
+
+def prepare(a, side="right", *, mode=None, num_moduli=None):
+    """``a`` made ready to be the same operand of many products: ``matmul(x, p)`` for
+    side="right", ``matmul(p, x)`` for side="left".
+
+    The product's work on a that does not depend on the other operand (the
+    scans of its rows or columns, their power-of-two scales, the slicing, and
+    the int8 residues of every modulus) is done once, at the first product, and
+    kept; each product then does the other operand's share alone.  The results
+    are the bits of ``matmul`` with the same mode and num_moduli.
+
+    Parameters
+    ----------
+    a : numpy or cupy array, 2-D (a matrix) or 3-D (a stack of matrices)
+        float64 or complex128, or a dtype they hold exactly.  It is kept, not
+        copied (float32, complex64 and narrower are kept widened exactly): do
+        not change it while the Prepared is in use.  The products' result
+        type is numpy's for a's dtype and the other operand's: float32 x
+        float32 gives float32, rounded once as ``matmul`` rounds it.
+    side : {"right", "left"}
+        Whether a is the right operand (B) or the left one (A) of the products.
+    mode : {"exact", "fast"}, optional
+        Only these: "accurate" (and "certified") scale the rows of A and the
+        columns of B together from an int8 GEMM of both, so neither side can be
+        made ready alone (ValueError).  None: the ``ozaki.config`` mode.
+    num_moduli : int, optional
+        As for ``matmul`` (None: the mode's choice; exact mode's then follows
+        the other operand's span of bits at each product).
+
+    Returns
+    -------
+    Prepared, for ``matmul``: a 2-D one multiplies 2-D arrays, a 3-D one stacks
+    of as many matrices (same batch; no broadcasting, ``out`` or ``axes``).
+    """
+    mode, num_moduli, _ = _options(mode, num_moduli, None)
+    scheme.check_preparable(mode)
+    if _is_dask(a):
+        raise TypeError("prepare: dask arrays are not supported (prepare each block's operand)")
+    a = a if _is_cupy(a) else np.asarray(a)
+    if a.ndim not in (2, 3):
+        raise ValueError(f"prepare: a must be 2-D or 3-D, got {a.ndim}-D")
+    rt = _result_dtype(a, a, "matmul")
+    if rt.kind not in "fc":
+        raise TypeError(f"prepare: a must be a floating or complex array, got {a.dtype}")
+    a = _as_float(a, rt, "prepare", "a")
+    p = scheme.prepare(a if a.ndim == 3 else a[None], side, mode, num_moduli, backend_for(a), rt)
+    p.matrix = a.ndim == 2
+    return p
+
+
+def _matmul_prepared(a, b, out, axes, mode, num_moduli, substrate):
+    """matmul with a Prepared operand (either or both): checks, then scheme.matmul_stack."""
+    p = a if isinstance(a, Prepared) else b
+    if out is not None or axes is not None:
+        raise TypeError("matmul with a Prepared operand takes no out= or axes=")
+    for q, side in ((a, "left"), (b, "right")):
+        if isinstance(q, Prepared) and q.side != side:
+            raise ValueError(f"matmul: operand prepared with side={q.side!r} used as the {side} operand")
+    if isinstance(a, Prepared) and isinstance(b, Prepared):
+        if (a.mode, a.num_moduli) != (b.mode, b.num_moduli):
+            raise ValueError("matmul: the two Prepared operands were prepared for different modes or moduli")
+        if a.dtype.kind != b.dtype.kind:
+            raise TypeError("matmul: a complex and a real Prepared operand (prepare both as complex)")
+    if mode is not None and mode != p.mode or num_moduli is not None and num_moduli != p.num_moduli:
+        raise ValueError(f"matmul: the operand was prepared for mode={p.mode!r}, num_moduli={p.num_moduli}; "
+                         f"got mode={mode!r}, num_moduli={num_moduli}")
+    substrate = _options(None, None, substrate)[2]
+    backend = p.backend
+    xp = backend.xp
+    shapes, ops, typed = [], [], []
+    for q in (a, b):
+        if isinstance(q, Prepared):
+            ops.append(q)
+            typed.append(q)
+            shapes.append(q.shape[1:] if q.matrix else q.shape)
+            continue
+        q = q if _is_cupy(q) else np.asarray(q)
+        typed.append(q)
+        if _is_cupy(q) != (xp is not np):
+            raise TypeError("matmul: the Prepared operand and the other one must both be numpy or both cupy arrays")
+        kind = _result_dtype(q, q, "matmul").kind
+        if kind not in "fc":
+            raise TypeError(f"matmul: with a Prepared operand the other must be floating or complex, got {q.dtype}")
+        if kind == "c" and p.dtype.kind != "c":
+            raise TypeError("matmul: a complex operand with a real Prepared one (prepare it as complex)")
+        q = _as_float(q, np.dtype(p.dtype), "matmul", "a" if q is a else "b")
+        shapes.append(q.shape)
+        ops.append(q if q.ndim == 3 else q[None])
+    matrix = p.matrix
+    if any(len(s) != (2 if matrix else 3) for s in shapes):
+        raise ValueError(f"matmul: a {'2' if matrix else '3'}-D Prepared operand needs a "
+                         f"{'2' if matrix else '3'}-D other operand, got shapes {shapes}")
+    if shapes[0][-1] != shapes[1][-2] or (not matrix and shapes[0][0] != shapes[1][0]):
+        raise ValueError(f"matmul: shapes {_shape_str(shapes[0])} and {_shape_str(shapes[1])} do not multiply "
+                         "(inner dimensions and stacks must match)")
+    rt = _result_dtype(*typed, "matmul")             # numpy's (float32 x float32: float32), from the dtypes given
+    cfg = get_config()
+    c = scheme.matmul_stack(ops[0], ops[1], p.mode, p.num_moduli, backend, cfg["workspace"], substrate, cfg["path"],
+                            rt)
+    return c[0] if matrix else c
 
 
 def _check_dot_out(out, rt, shape):

@@ -301,15 +301,6 @@ def _residues_into(xp, P, mods, k, out):
         out[...] = crt.symmetric(P, p)
 
 
-def _residue_slices(X_parts, beta, count, plan, be):
-    """Per part (complex: Re, Im and their sum mod p) the residues of each slice
-    (as in scheme.product_finite)."""
-    rs = [scheme._residue_slices(X, beta, plan, count, be) for X in X_parts]
-    if len(rs) == 2:
-        rs.append([be.add_residues(x, y, plan.num_moduli) for x, y in zip(*rs)])
-    return rs
-
-
 def _block_products(a, b, beta_a, beta_b, flags_a, flags_b, sizes, substrate, dtype):
     """Output block (i, j) over inner chunk c: (1, planes, rows, cols) of ``dtype``.
 
@@ -326,8 +317,9 @@ def _block_products(a, b, beta_a, beta_b, flags_a, flags_b, sizes, substrate, dt
     if out.size == 0:
         return out
     plan = scheme.Plan(None, mods, width, beta_a, beta_b, slices_a, slices_b, (), nearest)
-    ra = _residue_slices(_rows(a, False, be), beta_a, slices_a, plan, be)
-    rb = _residue_slices(_rows(b, True, be), beta_b, slices_b, plan, be)
+    # per part (complex: Re, Im and their sum mod p) the residues of each slice, as scheme.product_finite
+    ra = scheme._part_residues(_rows(a, False, be), beta_a, width or 0, plan, slices_a, be)
+    rb = scheme._part_residues(_rows(b, True, be), beta_b, width or 0, plan, slices_b, be)
     g = 0
     for t in range(slices_a):
         for u in range(slices_b):

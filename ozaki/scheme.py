@@ -37,6 +37,7 @@ the GPU backend also ``fused_product`` (gemm and epilogue in one kernel) and
 """
 
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -127,6 +128,23 @@ class Plan:
     slices_b: int
     flags: tuple = ()      # per-row flags of A and of B^T from scan_rows (NaN/inf: 1, zero: 2)
     nearest: bool = False  # digits rounded to nearest (accurate mode), else truncated
+    # exact mode with a prepared side: B's slice width when it differs from A's (None: ``width``)
+    width_b: object = None
+    found: object = None   # the flags' bits over both sides (backend.flags_found) when already on the host
+
+
+def slice_widths(plan):
+    """(A's, B's) slice width in bits; 0 for one truncated slice."""
+    return plan.width or 0, (plan.width if plan.width_b is None else plan.width_b) or 0
+
+
+def to_host_ints(xp, values):
+    """Python ints of ``values`` (ints, or device scalars): the device ones in one transfer,
+    the pipeline's host synchronization (bench.counts counts its calls)."""
+    on_device = [v for v in values if not isinstance(v, int)]
+    got = iter(xp.stack([xp.asarray(v).astype(xp.int64).reshape(()) for v in on_device]).tolist()
+               if on_device else ())
+    return [v if isinstance(v, int) else next(got) for v in values]
 
 
 def _frexp_exponent(xp, v):
@@ -134,24 +152,37 @@ def _frexp_exponent(xp, v):
     return xp.frexp(v)[1].astype(xp.int64)
 
 
-def plan_fast(xp, A, Bt, m, backend):
+def plan_fast(xp, A, Bt, m, backend, prepared=(None, None)):
     """Bottoms from the 2-norms: |C'_ij| <= ||A'_i|| ||B'_j|| < 2**L.
 
     The norm bound comes from integer 15-bit ceilings c >= |x| 2**e:
     ||x|| <= sqrt(sum c**2) 2**-e, an exact integer sum, so it is the same on
-    every backend whatever order the sum runs in.
+    every backend whatever order the sum runs in.  Each side's bottoms depend
+    on that side and m alone (fast_bits), so a prepared side brings its own.
     """
-    L = crt.usable_bits(m)
-    la = L // 2
-
-    def bottoms(X, bits):
-        _, flags, e, _, sumsq = backend.scan_rows(X, 15, sum_squares=True)
-        bitlen = _frexp_exponent(xp, sumsq.astype(xp.float64))      # sumsq < 2**bitlen
-        t = (bitlen + 1) // 2 - e                                   # ||X_i|| < 2**t
-        return xp.where(sumsq == 0, 0, t - bits), flags
-
-    (beta_a, fa), (beta_b, fb) = bottoms(A, la), bottoms(Bt, L - la)
+    sides = [p.fast_side() if p is not None else fast_side(xp, backend, X) for p, X in zip(prepared, (A, Bt))]
+    (beta_a, fa), (beta_b, fb) = (fast_bottoms(xp, side, bits) for side, bits in zip(sides, fast_bits(m)))
     return Plan("fast", m, None, beta_a, beta_b, 1, 1, (fa, fb))
+
+
+def fast_bits(m):
+    """Fast mode's bits of each row's norm kept by A's rows and by B's columns with m
+    moduli: L // 2 and the rest of the L usable bits (|C'_ij| < 2**L)."""
+    L = crt.usable_bits(m)
+    return L // 2, L - L // 2
+
+
+def fast_side(xp, backend, X):
+    """Fast mode's facts of one side, independent of m: (t, zero rows, flags), ||X_i|| < 2**t_i."""
+    _, flags, e, _, sumsq = backend.scan_rows(X, 15, sum_squares=True)
+    bitlen = _frexp_exponent(xp, sumsq.astype(xp.float64))          # sumsq < 2**bitlen
+    return (bitlen + 1) // 2 - e, sumsq == 0, flags
+
+
+def fast_bottoms(xp, side, bits):
+    """(bottoms, flags) of a side (fast_side) keeping ``bits`` bits of each row's norm."""
+    t, zero, flags = side
+    return xp.where(zero, 0, t - bits), flags
 
 
 def plan_accurate(xp, A, Bt, m, backend, parts=1, batch=1, path="cublas"):
@@ -209,15 +240,23 @@ def _row_bits(xp, backend, X):
     return xp.where(zero_row, 0, top), xp.where(zero_row, 0, lsb)
 
 
-def exact_sizes(span_a, span_b, k, num_moduli=None):
-    """Exact mode's slicing for rows spanning ``span_a`` / ``span_b`` bits and inner
-    dimension k: (width, moduli, slices_a, slices_b), the cheapest width (slice pairs
-    times moduli) in steps of SLICE_QUANTUM; ValueError if ``num_moduli`` is too few."""
-    span_a, span_b = max(int(span_a), 1), max(int(span_b), 1)
-    best = None
+def _widths_to(span):
+    """Slice widths SLICE_QUANTUM, 2 SLICE_QUANTUM, ... up to the first that holds ``span`` bits."""
     w = SLICE_QUANTUM
     while True:
-        bits = min(w, span_a) + min(w, span_b) + _clog2(k)
+        yield w
+        if w >= span:
+            return
+        w += SLICE_QUANTUM
+
+
+def _cheapest_slicing(span_a, span_b, k, num_moduli, widths):
+    """The cheapest (width_a, width_b, moduli, slices_a, slices_b) among the width pairs
+    ``widths`` (in increasing order: the first pair too wide for the moduli ends the search)
+    by slice pairs times moduli; ValueError if ``num_moduli`` is too few for any."""
+    best = None
+    for wa, wb in widths:
+        bits = min(wa, span_a) + min(wb, span_b) + _clog2(k)
         if num_moduli is None:
             try:
                 m = crt.num_moduli_for_bits(bits)
@@ -227,13 +266,10 @@ def exact_sizes(span_a, span_b, k, num_moduli=None):
             if crt.usable_bits(num_moduli) < bits:
                 break
             m = num_moduli
-        ta, tb = -(-span_a // w), -(-span_b // w)
+        ta, tb = -(-span_a // wa), -(-span_b // wb)
         cost = ta * tb * m
         if best is None or cost < best[0]:
-            best = (cost, w, m, ta, tb)
-        if w >= max(span_a, span_b):
-            break
-        w += SLICE_QUANTUM
+            best = (cost, wa, wb, m, ta, tb)
     if best is None:
         need = 2 * SLICE_QUANTUM + _clog2(k)
         raise ValueError(f"exact mode with k={k} needs at least "
@@ -241,18 +277,65 @@ def exact_sizes(span_a, span_b, k, num_moduli=None):
     return best[1:]
 
 
-def plan_exact(xp, A, Bt, num_moduli, backend):
-    """Bottoms at the lowest set bit; slices of ``width`` bits; the cheapest width."""
+def exact_sizes(span_a, span_b, k, num_moduli=None):
+    """Exact mode's slicing for rows spanning ``span_a`` / ``span_b`` bits and inner
+    dimension k: (width, moduli, slices_a, slices_b), the cheapest width (slice pairs
+    times moduli) in steps of SLICE_QUANTUM; ValueError if ``num_moduli`` is too few."""
+    span_a, span_b = max(int(span_a), 1), max(int(span_b), 1)
+    w, _, m, ta, tb = _cheapest_slicing(span_a, span_b, k, num_moduli,
+                                        ((w, w) for w in _widths_to(max(span_a, span_b))))
+    return w, m, ta, tb
+
+
+def exact_sizes_beside(span_a, span_b, k, num_moduli=None, width_a=None, width_b=None):
+    """exact_sizes when a side's width is fixed (a prepared side: its residues are made
+    once, for one slicing): the other side's width is chosen alone, so the two widths may
+    differ.  Exact mode's result is the correctly rounded exact product whatever the
+    slicing (every slicing whose products the moduli reconstruct is exact), so the bits
+    are those of the unprepared product.  Two fixed widths that the moduli cannot carry
+    together leave B's free (B's prepared residues then go unused by that product).
+    Returns (width_a, width_b, moduli, slices_a, slices_b)."""
+    span_a, span_b = max(int(span_a), 1), max(int(span_b), 1)
+    if width_a is None and width_b is None:
+        w, m, ta, tb = exact_sizes(span_a, span_b, k, num_moduli)
+        return w, w, m, ta, tb
+    if width_b is None:
+        widths = ((width_a, w) for w in _widths_to(span_b))
+    elif width_a is None:
+        widths = ((w, width_b) for w in _widths_to(span_a))
+    else:
+        try:
+            return _cheapest_slicing(span_a, span_b, k, num_moduli, [(width_a, width_b)])
+        except ValueError:
+            return exact_sizes_beside(span_a, span_b, k, num_moduli, width_a)
+    return _cheapest_slicing(span_a, span_b, k, num_moduli, widths)
+
+
+def exact_side(xp, backend, X):
+    """Exact mode's facts of one side: (bottoms, span, flags); span (the most bits a row
+    spans) a device scalar, to come to the host with the other values the plan needs."""
+    top, beta = _row_bits(xp, backend, X)
+    return beta, xp.max(top - beta), backend.scan_rows(X)[1]
+
+
+def plan_exact(xp, A, Bt, num_moduli, backend, prepared=(None, None)):
+    """Bottoms at the lowest set bit; slices of ``width`` bits; the cheapest width.
+
+    A prepared side brings its facts and its fixed width (exact_sizes_beside).  The
+    sizes depend on the data: one host sync brings the spans and the flags' bits
+    (the backend's flags_found, left on the device until then).
+    """
     k = A.shape[1]
-    top_a, beta_a = _row_bits(xp, backend, A)
-    top_b, beta_b = _row_bits(xp, backend, Bt)
-    span_a = int(xp.max(top_a - beta_a))                  # host sync: sizes depend on data
-    span_b = int(xp.max(top_b - beta_b))
-    w, m, ta, tb = exact_sizes(span_a, span_b, k, num_moduli)
-    return Plan("exact", m, w, beta_a, beta_b, ta, tb, (backend.scan_rows(A)[1], backend.scan_rows(Bt)[1]))
+    sides = [p.exact_side() if p is not None else exact_side(xp, backend, X) for p, X in zip(prepared, (A, Bt))]
+    (beta_a, span_a, fa), (beta_b, span_b, fb) = sides
+    span_a, span_b, found = to_host_ints(xp, [span_a, span_b, backend.flags_found(fa, fb, host=False)])
+    fixed = [p.width if p is not None else None for p in prepared]
+    wa, wb, m, ta, tb = exact_sizes_beside(span_a, span_b, k, num_moduli, *fixed)
+    return Plan("exact", m, wa, beta_a, beta_b, ta, tb, (fa, fb), width_b=None if wb == wa else wb, found=found)
 
 
-def make_plan(xp, A, Bt, mode, num_moduli, backend, parts=1, batch=1, path="cublas", out_dtype=np.float64):
+def make_plan(xp, A, Bt, mode, num_moduli, backend, parts=1, batch=1, path="cublas", out_dtype=np.float64,
+              prepared=(None, None)):
     """The scaling of A (m, parts*k) and B^T (n, parts*k), parts side by side (complex: 2).
 
     One bottom per row serves every part, so the parts' integers share a scale.
@@ -261,20 +344,32 @@ def make_plan(xp, A, Bt, mode, num_moduli, backend, parts=1, batch=1, path="cubl
     batch > 1: the rows of ``batch`` matrices one after another (see plan_accurate).
     ``path``: how the backend runs accurate mode's bound GEMM; ``out_dtype``: the
     result's, for the default moduli count.
+    ``prepared``: the Prepared operand of each side, or None (exact and fast modes only).
     """
     if mode == "exact":
-        return plan_exact(xp, A, Bt, num_moduli, backend)
+        return plan_exact(xp, A, Bt, num_moduli, backend, prepared)
     m = default_num_moduli(mode, A.shape[1], out_dtype) if num_moduli is None else num_moduli
     crt.moduli(m)                                       # validates the count
     if mode == "fast":
-        return plan_fast(xp, A, Bt, m, backend)
+        return plan_fast(xp, A, Bt, m, backend, prepared)
+    if prepared != (None, None):
+        check_preparable(mode)
     return plan_accurate(xp, A, Bt, m, backend, parts, batch, path)
 
 
-def _residue_slices(X, beta, plan, count, backend):
-    w = plan.width or 0
-    return [backend.residues(X, beta + t * w, plan.width, plan.num_moduli, plan.nearest)
+def _residue_slices(X, beta, width, plan, count, backend, m=None):
+    """The residues of ``count`` slices of ``width`` bits (0: one truncated slice) above the
+    bottoms beta, modulo the first m moduli (default: the plan's)."""
+    return [backend.residues(X, beta + t * width, width or None, m or plan.num_moduli, plan.nearest)
             for t in range(count)]
+
+
+def _part_residues(X_parts, beta, width, plan, count, backend, m=None):
+    """Per part the residue slices (_residue_slices); complex, then the sums' (Karatsuba's Ar + Ai)."""
+    rs = [_residue_slices(X, beta, width, plan, count, backend, m) for X in X_parts]
+    if len(X_parts) == 2:
+        rs.append([backend.add_residues(x, y, m or plan.num_moduli) for x, y in zip(*rs)])
+    return rs
 
 
 # Bytes of GEMM products per output entry, modulus and slice pair, counted with
@@ -306,7 +401,7 @@ def blocks(m, n, k, plan, workspace, complex_=False, fused=False):
 
 
 def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substrate="int8", path="cublas",
-                   out_dtype=np.float64):
+                   out_dtype=np.float64, prepared=(None, None)):
     """The exact-then-rounded product under ``plan``; a list of the output parts,
     each rounded once to ``out_dtype`` (float64 or float32).
 
@@ -321,7 +416,8 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
     ``batch`` matrices' rows one after another.  The parts come back as
     (batch, m, n).  ``path``: "fused" runs the GEMMs and the epilogue of a
     block as one backend step (``fused_product``), "cublas" as ``gemm`` (or
-    the substrate's product) per modulus, then ``epilogue``.
+    the substrate's product) per modulus, then ``epilogue``.  ``prepared``: the
+    Prepared operand of a side, whose residues are read from it, not formed.
     """
     xp = backend.xp
     parts = len(A_parts)
@@ -334,19 +430,19 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
         mb, nb = blocks(m, n, k * (3 if parts == 2 else 1), plan, workspace, parts == 2, path == "fused")
     whole = (mb, nb) == (m * batch, n * batch)
     C = None if whole else [xp.empty((1, m, n), dtype=out_dtype) for _ in range(parts)]
+    wa, wb = slice_widths(plan)
     # per slice pair (t, u), its weight in the Kulisch accumulator, in limbs
-    shifts = [(t + u) * (plan.width or 0) // LIMB_BITS for t in range(plan.slices_a) for u in range(plan.slices_b)]
+    shifts = [(t * wa + u * wb) // LIMB_BITS for t in range(plan.slices_a) for u in range(plan.slices_b)]
 
-    def slices(X_parts, beta, count):
-        rs = [_residue_slices(X, beta, plan, count, backend) for X in X_parts]
-        if parts == 2:
-            rs.append([backend.add_residues(x, y, plan.num_moduli) for x, y in zip(*rs)])
-        return rs
+    def slices(X_parts, lo, hi, beta, width, count, ready):
+        if ready is not None and ready.fits(width, count):
+            return ready.residues(plan, lo, hi)
+        return _part_residues([X[lo:hi] for X in X_parts], beta[lo:hi], width, plan, count, backend)
 
     for j0 in range(0, n, nb):
-        rb = slices([X[j0:j0 + nb] for X in Bt_parts], plan.beta_b[j0:j0 + nb], plan.slices_b)
+        rb = slices(Bt_parts, j0, j0 + nb, plan.beta_b, wb, plan.slices_b, prepared[1])
         for i0 in range(0, m, mb):
-            ra = slices([X[i0:i0 + mb] for X in A_parts], plan.beta_a[i0:i0 + mb], plan.slices_a)
+            ra = slices(A_parts, i0, i0 + mb, plan.beta_a, wa, plan.slices_a, prepared[0])
             beta_a, beta_b = plan.beta_a[i0:i0 + mb], plan.beta_b[j0:j0 + nb]
             if path == "fused":
                 block = backend.fused_product(ra, rb, shifts, plan.num_moduli, beta_a, beta_b, batch, out_dtype)
@@ -543,7 +639,7 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int
     batch, m, k = A.shape
     n = B.shape[2]
     workspace = workspace or backend.default_workspace()
-    complex_ = xp.iscomplexobj(A)
+    complex_ = A.dtype.kind == "c"                 # A may be a Prepared operand
     out_dtype = np.dtype(A.dtype if out_dtype is None else out_dtype)
     out = xp.empty((batch, m, n), dtype=out_dtype)
     if m == 0 or n == 0 or k == 0 or batch == 0:
@@ -562,36 +658,52 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int
     return out
 
 
+def operand_rows(backend, X, side):
+    """The rows the pipeline reads of a (batch, r, c) stack: (parts, joined).
+
+    side "left" (A): its rows; "right" (B): its columns as rows (B^T), so both
+    operands are k-contiguous rows, batch matrices' rows one after another.
+    parts: [X] real, [Re, Im] complex; joined: the parts side by side (what the
+    plan scans: one scale per row serves every part).  Non-finite entries count
+    as zeros in the finite product (the residue step reads them so); the IEEE
+    fix-ups put NaN/inf back.
+    """
+    xp = backend.xp
+
+    def rows(Y):                       # (batch, r, k) -> (batch * r, k), contiguous
+        return xp.ascontiguousarray(Y).reshape(-1, Y.shape[-1])
+
+    def layout(Y):
+        if side == "left":
+            return rows(Y)
+        return backend.transposed(Y[0]) if Y.shape[0] == 1 else rows(Y.transpose(0, 2, 1))
+
+    if X.dtype.kind == "c":
+        parts = [layout(X.real), layout(X.imag)]
+        return parts, xp.concatenate(parts, axis=1)
+    parts = [layout(X)]
+    return parts, parts[0]
+
+
 def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path, out_dtype):
     xp = backend.xp
     part_dtype = np.finfo(out_dtype).dtype            # float64 or float32: the format rounded to
     batch, m, k = A.shape
     n = B.shape[2]
-
-    def rows(X):                       # (batch, r, k) -> (batch * r, k), contiguous
-        return xp.ascontiguousarray(X).reshape(-1, X.shape[-1])
-
-    def columns(X):                    # (batch, k, c) -> (batch * c, k): the columns as rows
-        return backend.transposed(X[0]) if batch == 1 else rows(X.transpose(0, 2, 1))
-
+    prepared = tuple(X if isinstance(X, Prepared) else None for X in (A, B))
+    (A_parts, A_plan), (Bt_parts, Bt_plan) = (X.rows() if isinstance(X, Prepared) else operand_rows(backend, X, side)
+                                              for X, side in ((A, "left"), (B, "right")))
+    A, B = (X.array if isinstance(X, Prepared) else X for X in (A, B))     # the stacks (IEEE fix-ups)
     parts = 3 if complex_ else 1       # int8 products per modulus
-    if complex_:
-        A_parts = [rows(A.real), rows(A.imag)]
-        Bt_parts = [columns(B.real), columns(B.imag)]
-        A_plan, Bt_plan = xp.concatenate(A_parts, axis=1), xp.concatenate(Bt_parts, axis=1)
-    else:
-        # Non-finite entries count as zeros in the finite product (the residue
-        # step reads them so); the IEEE fix-ups below put NaN/inf back.
-        A_parts = [rows(A)]
-        Bt_parts = [columns(B)]
-        A_plan, Bt_plan = A_parts[0], Bt_parts[0]
     bound_path = backend.choose_path(path, m, n, A_plan.shape[1], batch, 1)
-    plan = make_plan(xp, A_plan, Bt_plan, mode, num_moduli, backend, len(A_parts), batch, bound_path, part_dtype)
+    plan = make_plan(xp, A_plan, Bt_plan, mode, num_moduli, backend, len(A_parts), batch, bound_path, part_dtype,
+                     prepared)
     product_path = "cublas" if substrate != "int8" else backend.choose_path(
         path, m, n, k, batch, plan.num_moduli, parts, plan.slices_a * plan.slices_b)
     C = [c.reshape(batch, m, n) for c in
-         product_finite(A_parts, Bt_parts, plan, backend, workspace, batch, substrate, product_path, part_dtype)]
-    found = backend.flags_found(*plan.flags)        # the one host sync
+         product_finite(A_parts, Bt_parts, plan, backend, workspace, batch, substrate, product_path, part_dtype,
+                        prepared)]
+    found = backend.flags_found(*plan.flags) if plan.found is None else plan.found     # the one host sync
     needing = _needing_fixups(xp, C, found)
     if needing:                        # the matrices that need them, as one stack
         g = xp.asarray(needing) if len(needing) < batch else slice(None)
@@ -607,6 +719,170 @@ def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate
         C = _certify(xp, A, B, C, A_plan, Bt_plan, plan, batch,
                      lambda a, b: matmul_stack(a, b, "exact", None, backend, workspace, substrate, path, out_dtype))
     return _complex(xp, *C) if complex_ else C[0]
+
+
+# ------------------------------------------------------------ prepared operands --
+#
+# A constant operand of many products (the FFT's DFT and twiddle matrices, the
+# matrix of a linear system across its refinement) is scanned, scaled and cut
+# into residues once: ``prepare`` keeps all of it that does not depend on the
+# other operand, and the products read it instead of redoing it.  The
+# products run the same steps (make_plan, product_finite, epilogue), so they
+# give the unprepared product's bits.
+
+PREPARABLE_MODES = ("exact", "fast")
+
+# Exact mode fixes a prepared side's slice width when it is made, before any
+# data: the cheapest width for data rows spanning DATA_SPAN_HINT bits (float64
+# rows of entries within a few binades: 53 bits and some); each product then
+# picks the data side's width beside it (exact_sizes_beside).
+DATA_SPAN_HINT = 64
+
+# A prepared exact-mode side's residues are made for MODULI_HEADROOM moduli
+# more than its first product needs: the count follows the data's span, and the
+# residues of fewer moduli are a prefix (the first m of the table), so products
+# whose data span a few bits more reuse them.
+MODULI_HEADROOM = 2
+
+
+def check_preparable(mode):
+    """ValueError unless operands of ``mode`` can be prepared (PREPARABLE_MODES)."""
+    if mode not in PREPARABLE_MODES:
+        raise ValueError(f"an operand can be prepared for mode 'exact' or 'fast', not {mode!r}: accurate "
+                         "mode's scaling couples both operands (its bound GEMM of |A||B| sets every row's and "
+                         "column's bottom), and certified mode's with it; multiply unprepared operands in that mode")
+
+
+def prepare(X, side, mode, num_moduli, backend, dtype=None):
+    """The (batch, r, c) stack X made ready as A (side "left") or B ("right") of products
+    in ``mode`` ("exact" or "fast") with ``num_moduli`` (None: the mode's choice): a Prepared.
+    ``dtype``: the operand's own dtype where X is its exact widening (float32 or complex64
+    operands run as float64/complex128), what the Prepared's ``dtype`` says (None: X's)."""
+    check_preparable(mode)
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    return Prepared(_Ready(X, side, mode, num_moduli, backend, dtype), 0, X.shape[0])
+
+
+class _Ready:
+    """What a Prepared stack keeps, shared by its batch windows."""
+
+    def __init__(self, array, side, mode, num_moduli, backend, dtype=None):
+        xp = backend.xp
+        self.array, self.side, self.mode, self.num_moduli, self.backend = array, side, mode, num_moduli, backend
+        self.dtype = np.dtype(array.dtype if dtype is None else dtype)
+        self.rows_per_matrix = array.shape[1] if side == "left" else array.shape[2]
+        self.parts, self.joined = operand_rows(backend, array, side)
+        self.lock = threading.Lock()
+        self.residue_stacks = {}        # key -> (moduli count, per part the residue slices of every row)
+        self.width, self.slices = 0, 1
+        if array.size == 0:             # no product reads it (matmul_stack returns zeros)
+            return
+        k = self.joined.shape[1]
+        if mode == "exact":
+            self.beta, span, self.flags = exact_side(xp, backend, self.joined)
+            self.span, = to_host_ints(xp, [span])
+            self.width = exact_sizes(self.span, DATA_SPAN_HINT, k, num_moduli)[0]
+            self.slices = -(-max(self.span, 1) // self.width)
+        else:
+            self.fast = fast_side(xp, backend, self.joined)
+
+    def residues(self, plan):
+        """Per part (and Karatsuba sum) the residue slices of every row, for at least the plan's moduli.
+
+        Exact mode: one stack, remade with more moduli when a product needs more.  Fast
+        mode: the bottoms keep bits for the plan's count (fast_bits), so one stack per
+        count (the default count follows the result's dtype: float64 or float32)."""
+        m = plan.num_moduli
+        key = self.mode if self.mode == "exact" else m
+        with self.lock:
+            got = self.residue_stacks.get(key)
+            if got is None or got[0] < m:
+                if self.mode == "exact":
+                    mods, beta = min(m + MODULI_HEADROOM, crt.max_num_moduli()), self.beta
+                else:
+                    mods, beta = m, fast_bottoms(self.backend.xp, self.fast, fast_bits(m)[self.side == "right"])[0]
+                got = (mods, _part_residues(self.parts, beta, self.width, plan, self.slices, self.backend, mods))
+                self.residue_stacks[key] = got
+            return got[1]
+
+    @property
+    def nbytes(self):
+        stacks = [r for _, parts in self.residue_stacks.values() for part in parts for r in part]
+        return self.array.nbytes + sum(p.nbytes for p in self.parts) + sum(r.nbytes for r in stacks)
+
+
+class Prepared:
+    """A constant operand of many products, made ready once (``prepare``; ``ozaki.prepare``).
+
+    It keeps what the pipeline reads of its side and does not depend on the
+    other operand: the rows (operand_rows), per-row flags, exact mode's bottoms,
+    span and slice width or fast mode's norm bottoms, and the backend's residue
+    stacks (made at the first product, kept).  ``matmul_stack`` takes it as A
+    (side "left") or B ("right"); ``p[g0:g1]`` is matrices g0..g1 of the stack,
+    sharing what is kept.
+    """
+
+    matrix = False        # made from one matrix (ozaki.prepare), not a stack
+
+    def __init__(self, ready, g0, g1):
+        self._ready, self._window = ready, (g0, g1)
+
+    side = property(lambda self: self._ready.side)
+    mode = property(lambda self: self._ready.mode)
+    num_moduli = property(lambda self: self._ready.num_moduli)
+    backend = property(lambda self: self._ready.backend)
+    width = property(lambda self: self._ready.width)
+    dtype = property(lambda self: self._ready.dtype)      # the operand's (its stack: widened to float64)
+    nbytes = property(lambda self: self._ready.nbytes)
+
+    @property
+    def shape(self):
+        g0, g1 = self._window
+        return (g1 - g0,) + self._ready.array.shape[1:]
+
+    @property
+    def array(self):
+        """The stack itself (the IEEE fix-ups read it)."""
+        g0, g1 = self._window
+        return self._ready.array[g0:g1]
+
+    def __getitem__(self, key):
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            raise TypeError("a Prepared operand takes only a slice of its stack")
+        g0, g1, _ = key.indices(self.shape[0])
+        return Prepared(self._ready, self._window[0] + g0, self._window[0] + max(g0, g1))
+
+    def _rows(self):
+        r = self._ready.rows_per_matrix
+        return slice(self._window[0] * r, self._window[1] * r)
+
+    def rows(self):
+        """(parts, joined) of the window, as operand_rows."""
+        w = self._rows()
+        return [p[w] for p in self._ready.parts], self._ready.joined[w]
+
+    def exact_side(self):
+        """exact_side's facts of the window (span a host int: the stack's)."""
+        w, r = self._rows(), self._ready
+        return r.beta[w], r.span, r.flags[w]
+
+    def fast_side(self):
+        """fast_side's facts of the window."""
+        w = self._rows()
+        return tuple(f[w] for f in self._ready.fast)
+
+    def fits(self, width, count):
+        """Whether its residues are cut as a product's plan cuts its side (exact_sizes_beside)."""
+        return (width, count) == (self._ready.width, self._ready.slices)
+
+    def residues(self, plan, lo, hi):
+        """The residues of rows lo..hi of the window under ``plan``, as _part_residues makes them."""
+        xp = self.backend.xp
+        w = self._rows()
+        rows = slice(w.start + lo, min(w.start + hi, w.stop))      # as X[lo:hi] of the window's rows
+        m = plan.num_moduli
+        return [[xp.ascontiguousarray(r[:m, rows]) for r in part] for part in self._ready.residues(plan)]
 
 
 def _complex(xp, re, im):

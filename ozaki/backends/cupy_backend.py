@@ -208,9 +208,10 @@ def bound_bottoms(maxima, e, bound):
 _FLAGS_OR = cupy.ReductionKernel("T flags", "int32 found", "flags", "a | b", "found = a", "0", "ozaki_flags_or")
 
 
-def flags_found(flags_a, flags_b):
-    """As numpy_backend.flags_found: two reductions and one 4-byte read (the host sync)."""
-    return int(_FLAGS_OR(flags_a) | _FLAGS_OR(flags_b)) & 3
+def flags_found(flags_a, flags_b, host=True):
+    """As numpy_backend.flags_found: two reductions and (host=True) one 4-byte read (the host sync)."""
+    found = (_FLAGS_OR(flags_a) | _FLAGS_OR(flags_b)) & 3
+    return int(found) if host else found
 
 
 # Rows up to this long are scanned by one warp each (8 rows a block) instead of

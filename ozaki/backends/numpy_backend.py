@@ -98,13 +98,12 @@ def bound_bottoms(maxima, e, bound):
     return -(e + s // 2)
 
 
-def flags_found(flags_a, flags_b):
+def flags_found(flags_a, flags_b, host=True):
     """Which IEEE fix-ups a product needs, from scan_rows's row flags of A and B^T:
-    bit 0 some row has NaN/inf, bit 1 some row has a zero (an int on the host)."""
-    found = 0
-    for flags in (flags_a, flags_b):
-        found |= int(np.bitwise_or.reduce(flags, initial=0))
-    return found & 3
+    bit 0 some row has NaN/inf, bit 1 some row has a zero.  An int on the host, or
+    (host=False) a device scalar, for scheme.to_host_ints to bring with other values."""
+    found = (np.bitwise_or.reduce(flags_a, initial=0) | np.bitwise_or.reduce(flags_b, initial=0)) & 3
+    return int(found) if host else found
 
 
 def digits(x, beta, width, nearest=False):

@@ -37,6 +37,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..scheme import Prepared
+
 from . import twiddles
 
 DIRECT_MAX = 256          # the six-step radix bound (N1, N2 <= 256 in two stages)
@@ -157,15 +159,14 @@ def _device_key(xp):
     return ("numpy",)
 
 
-def cached(xp, key, build):
-    """The arrays ``build()`` returns, moved to xp's current device, kept under ``key``."""
+def _kept(xp, key, build):
+    """The value ``build()`` returns, kept under ``key`` for xp's current device."""
     full = _device_key(xp) + key
     with _CACHE_LOCK:
         if full in _CACHE:
             _CACHE.move_to_end(full)
             return _CACHE[full]
     value = build()
-    value = tuple(xp.asarray(v) for v in value) if isinstance(value, tuple) else xp.asarray(value)
     with _CACHE_LOCK:
         _CACHE[full] = value
         _CACHE.move_to_end(full)
@@ -189,19 +190,29 @@ def _to_device(xp, v):
     return xp.asarray(v)
 
 
-def cached_tree(xp, key, build):
-    """As ``cached`` for a dict (or tuple) of arrays, nested."""
-    full = _device_key(xp) + key
-    with _CACHE_LOCK:
-        if full in _CACHE:
-            _CACHE.move_to_end(full)
-            return _CACHE[full]
-    value = _to_device(xp, build())
-    with _CACHE_LOCK:
-        _CACHE[full] = value
-        _CACHE.move_to_end(full)
-        _trim()
-    return value
+def cached(xp, key, build):
+    """The arrays ``build()`` returns (an array, or a dict or tuple of them, nested), moved
+    to xp's current device, kept under ``key``."""
+    return _kept(xp, key, lambda: _to_device(xp, build()))
+
+
+cached_tree = cached
+
+
+def prepared(xp, key, constant, side, opts):
+    """The constant matrix kept under ``key`` (``constant``: the array itself), made ready
+    (ozaki.prepare) as the ``side`` operand of products under ``opts`` and kept beside it;
+    the constant itself where the mode cannot prepare operands (accurate, certified).
+
+    Prepared, its scans and int8 residues are made at its first product and not
+    redone by every product of every transform of that length.
+    """
+    import ozaki
+    mode, num_moduli, _ = ozaki._options(opts.get("mode"), opts.get("num_moduli"), None)
+    if mode not in ozaki.scheme.PREPARABLE_MODES:
+        return constant
+    return _kept(xp, ("prepared",) + key + (side, mode, num_moduli),
+                 lambda: ozaki.prepare(constant, side, mode=mode, num_moduli=num_moduli))
 
 
 def _trim():

@@ -46,8 +46,19 @@ def xp_of(a):
     return np
 
 
-def matmul(a, b, opts):
+def matmul(a, b, opts, constant=None):
+    """a @ b on ozaki.matmul.  ``constant``: (side, key) when a ("left") or b ("right") is
+    the plan constant cached under key: then it goes in prepared (plans.prepared)."""
     from .. import matmul as ozaki_matmul
+    if constant is not None:
+        side, key = constant
+        xp = xp_of(a)
+        if side == "left":
+            a = plans.prepared(xp, key, a, side, opts)
+        else:
+            b = plans.prepared(xp, key, b, side, opts)
+        if isinstance(a, plans.Prepared) or isinstance(b, plans.Prepared):
+            return ozaki_matmul(a, b)
     return ozaki_matmul(a, b, **opts)
 
 
@@ -97,7 +108,8 @@ def direct_c2c(x, N, sign, div, opts):
     xp = xp_of(x)
     split = split_mode(opts)
     F = plans.direct(xp, N, sign, div, split)
-    return matmul(xp.concatenate([x, x], axis=1) if split else x, F, opts)
+    return matmul(xp.concatenate([x, x], axis=1) if split else x, F, opts,
+                  ("right", ("direct", N, sign, div, split)))
 
 
 def _real_rows(xp, x):
@@ -119,7 +131,7 @@ def direct_r2c(x, N, sign, div, opts):
     xp = xp_of(x)
     split = split_mode(opts)
     M = plans.real_direct(xp, N, sign, div, split)
-    y = matmul(xp.concatenate([x, x], axis=1) if split else x, M, opts)
+    y = matmul(xp.concatenate([x, x], axis=1) if split else x, M, opts, ("right", ("real", N, sign, div, split)))
     m = N // 2 + 1
     return complex_from(xp, y[:, :m], y[:, m:])
 
@@ -134,7 +146,8 @@ def direct_c2r(X, N, sign, div, opts):
     M = plans.hermitian_direct(xp, N, sign, div, split)
     odd = (N - 1) // 2                                   # bins 1..odd have an imaginary part
     a = xp.concatenate([X.real, X.imag[:, 1:1 + odd]], axis=1)
-    return matmul(xp.concatenate([a, a], axis=1) if split else a, M, opts)
+    return matmul(xp.concatenate([a, a], axis=1) if split else a, M, opts,
+                  ("right", ("hermitian", N, sign, div, split)))
 
 
 def complex_from(xp, re, im):
@@ -173,12 +186,13 @@ def six_step(x, plan, sign, div, opts):
     # stage 1: Y[k1, (b, n2)] = sum_n1 F1[k1, n1] x[b, N2 n1 + n2]
     X1 = x.reshape(B, N1, N2).transpose(1, 0, 2).reshape(N1, B * N2)
     F1 = plans.stage1(xp, N1, sign, split)
+    key = ("stage1", N1, sign, split)
     if not split:
-        Ys = [matmul(F1[0], X1, opts)]
+        Ys = [matmul(F1[0], X1, opts, ("left", key + (0,)))]
     else:
-        Y = matmul(F1[0], xp.concatenate([X1, X1]), opts)
+        Y = matmul(F1[0], xp.concatenate([X1, X1]), opts, ("left", key + (0,)))
         # the exact remainder of stage 1, rounded: RN(F1 X1 - Y)
-        Ys = [Y, matmul(F1[1], xp.concatenate([X1, X1, Y]), opts)]
+        Ys = [Y, matmul(F1[1], xp.concatenate([X1, X1, Y]), opts, ("left", key + (1,)))]
     Ys = [y.reshape(N1, B, N2) for y in Ys]
     if N2 > plans.DIRECT_MAX:
         # long stage 2: an explicit twiddle product (rounded), then N2-point transforms
@@ -196,12 +210,14 @@ def six_step(x, plan, sign, div, opts):
         P, E = times_exactly(Ys[0], tw[0])
         C = E + times(Ys[0], tw[1]) + times(Ys[1], tw[0])
         rows = xp.concatenate([P, P, C * LIFT], axis=2).reshape(N1 * B, 3 * N2)
-        Z = matmul(rows, plans.stage2_few(xp, N2, sign, div), opts).reshape(N1, B, N2)
+        Z = matmul(rows, plans.stage2_few(xp, N2, sign, div), opts,
+                   ("right", ("stage2_few", N2, sign, div))).reshape(N1, B, N2)
     else:
         # stage 2, twiddles folded in: Z[k1, b, k2] = sum_n2 G[k1, k2, n2] Y[k1, b, n2]
         G = plans.stage2_folded(xp, N1, N2, sign, div, split)
         # split: G_hi Y + G_lo Y + G_hi Y_rem (G_lo Y_rem is below 2**-100 of the sum)
-        Z = matmul(xp.concatenate([Ys[0], Ys[0], Ys[1] * LIFT], axis=2) if split else Ys[0], G, opts)
+        Z = matmul(xp.concatenate([Ys[0], Ys[0], Ys[1] * LIFT], axis=2) if split else Ys[0], G, opts,
+                   ("right", ("stage2_folded", N1, N2, sign, div, split)))
     return Z.transpose(1, 2, 0).reshape(B, N)                    # k = k1 + N1 k2
 
 

@@ -102,9 +102,14 @@ class Namespace:
         return ozaki.matmul(a, b)
 
     def exact_gemm(self, a, b):
-        """The correctly rounded exact product a @ b, whatever the surrounding ozaki.config says."""
+        """The correctly rounded exact product a @ b, whatever the surrounding ozaki.config says
+        (a may be exact_left's)."""
         with ozaki.config(mode="exact", num_moduli=None):
             return ozaki.matmul(a, b, mode="exact")
+
+    def exact_left(self, a):
+        """a prepared as the left operand of many exact_gemm products (ozaki.prepare)."""
+        return ozaki.prepare(a, "left", mode="exact", num_moduli=None)
 
 
 def _cupy_potrf_lower(a):

@@ -6,7 +6,9 @@ away) is one exact-mode ozaki product
 
     [A | A | B] @ [x_hi; x_lo; -E]  =  A x_hi + A x_lo - B E      (E: columns of I)
 
-rounded once, so r carries no error beyond that one rounding.  Until the
+rounded once, so r carries no error beyond that one rounding.  The left
+factor is the same in every iteration: it is prepared once (ozaki.prepare:
+its scans and int8 residues made at the first residual, kept for the others).  Until the
 corrections fall below DD_SWITCH, x is a plain float64 (x_lo = 0) and the
 product is [A | B] @ [x_hi; -E], half as wide.  The correction
 dx = A^-1 r comes from the factorization; the stopping rules and the error
@@ -150,9 +152,9 @@ def _geometric(step, rho):
     return step / (1.0 - rho)
 
 
-def residual_operand(xp, a, b, parts=2):
-    """[A | ... | A | B], A ``parts`` times: the left factor of the exact residuals of one system."""
-    return xp.concatenate([a] * parts + [b], axis=1)
+def residual_operand(ns, a, b, parts=2):
+    """[A | ... | A | B], A ``parts`` times, prepared: the left factor of the exact residuals of one system."""
+    return ns.exact_left(ns.xp.concatenate([a] * parts + [b], axis=1))
 
 
 def exact_residual(ns, left, xs, columns):
@@ -162,7 +164,7 @@ def exact_residual(ns, left, xs, columns):
     of the solution (x_hi, or x_hi and x_lo).
     """
     xp = ns.xp
-    k = left.shape[1] - sum(x.shape[0] for x in xs)
+    k = left.shape[-1] - sum(x.shape[0] for x in xs)
     sel = xp.zeros((k, len(columns)))
     sel[xp.asarray(columns), xp.arange(len(columns))] = -1.0
     right = xp.concatenate(list(xs) + [sel], axis=0)
@@ -209,7 +211,7 @@ def refine(ns, a, b, factor, x0):
             t.done = True
         return x_hi, tracks
     dd = False
-    left = residual_operand(xp, a, b, parts=1)
+    left = residual_operand(ns, a, b, parts=1)
     for _ in range(ITHRESH):
         cols = [j for j, t in enumerate(tracks) if not t.done]
         if not cols:
@@ -221,7 +223,7 @@ def refine(ns, a, b, factor, x0):
         apply = [tracks[j].step(*figures[:, i]) for i, j in enumerate(cols)]
         if not dd and min(t.dx_x for t in (tracks[j] for j in cols)) <= DD_SWITCH:
             dd = True
-            left = residual_operand(xp, a, b, parts=2)
+            left = residual_operand(ns, a, b, parts=2)
         use = [i for i, ok in enumerate(apply) if ok]
         if use:
             u = xp.asarray(use)

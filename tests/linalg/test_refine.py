@@ -32,13 +32,13 @@ def test_exact_residual_is_the_exact_residual_rounded_once(rng, spread):
     lo = hi * 2.0 ** -60 * rng.standard_normal((n, k))
     b = a @ hi + _wide(rng, (n, k), spread) * 1e-10      # near cancellation, as in refinement
     cols = [2, 0]                                          # a subset of columns, reordered
-    left = refine.residual_operand(np, a, b)
+    left = refine.residual_operand(NS, a, b)
     r = refine.exact_residual(NS, left, [hi[:, cols], lo[:, cols]], cols)
     exact = _exact_residual_fractions(a, b[:, cols], hi[:, cols], lo[:, cols])
     want = np.array([[float(v) for v in row] for row in exact])      # float(Fraction) rounds to nearest
     assert r.shape == (n, 2)
     assert np.array_equal(r, want)
-    r1 = refine.exact_residual(NS, refine.residual_operand(np, a, b, parts=1), [hi[:, cols]], cols)
+    r1 = refine.exact_residual(NS, refine.residual_operand(NS, a, b, parts=1), [hi[:, cols]], cols)
     exact = _exact_residual_fractions(a, b[:, cols], hi[:, cols], 0 * lo[:, cols])
     assert np.array_equal(r1, np.array([[float(v) for v in row] for row in exact]))
 
@@ -47,7 +47,7 @@ def test_exact_residual_of_the_exact_solution_is_zero():
     a = np.array([[2.0, 1.0], [1.0, 3.0]])
     x = np.array([[1.0], [-2.0]])
     b = a @ x                                              # exact in float64
-    r = refine.exact_residual(NS, refine.residual_operand(np, a, b), [x, np.zeros_like(x)], [0])
+    r = refine.exact_residual(NS, refine.residual_operand(NS, a, b), [x, np.zeros_like(x)], [0])
     assert np.array_equal(r, np.zeros((2, 1)))
 
 

@@ -1,0 +1,219 @@
+"""Prepared operands (ozaki.prepare): the bits of the unprepared product, and of the exact
+references, on either side, in exact and fast mode, after reuse with other data."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
+
+import ozaki
+from ozaki import reference, scheme
+from ozaki.backends import numpy_backend
+from tests import inputs
+
+MODES = ("exact", "fast")
+
+
+def same_bits(x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype.kind == "c" or y.dtype.kind == "c":
+        return same_bits(x.real, y.real) and same_bits(x.imag, y.imag)
+    return x.shape == y.shape and np.array_equal(x.astype(np.float64).view(np.int64),
+                                                 y.astype(np.float64).view(np.int64))
+
+
+def families(rng, m, k, n):
+    """(A, B) pairs: tame, wide exponent ranges, subnormals, zeros, cancellation, huge."""
+    yield inputs.normal(rng, (m, k)), inputs.normal(rng, (k, n))
+    yield inputs.wide(rng, (m, k), 40), inputs.wide(rng, (k, n), 40)
+    yield inputs.wide(rng, (m, k), 300), inputs.normal(rng, (k, n))
+    yield inputs.subnormal_heavy(rng, (m, k)), inputs.normal(rng, (k, n)) * 2.0 ** 600
+    yield inputs.sprinkle_zeros(rng, inputs.normal(rng, (m, k))), inputs.sprinkle_zeros(rng, inputs.normal(rng, (k, n)))
+    yield inputs.cancelling(rng, m, k, n)
+    yield inputs.huge(rng, (m, k)), inputs.normal(rng, (k, n))
+
+
+def products(A, B, mode, nm=None):
+    """The unprepared product and the prepared ones (right, left, both)."""
+    plain = ozaki.matmul(A, B, mode=mode, num_moduli=nm)
+    pa, pb = ozaki.prepare(A, "left", mode=mode, num_moduli=nm), ozaki.prepare(B, "right", mode=mode, num_moduli=nm)
+    return plain, [ozaki.matmul(A, pb), ozaki.matmul(pa, B), ozaki.matmul(pa, pb)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_prepared_gives_the_unprepared_bits_on_every_family(rng, mode):
+    for A, B in families(rng, 9, 37, 7):
+        plain, prepared = products(A, B, mode)
+        assert all(same_bits(plain, c) for c in prepared)
+
+
+def test_exact_prepared_is_the_correctly_rounded_product(rng):
+    for A, B in families(rng, 6, 21, 5):
+        ref = reference.exact_matmul(A, B)
+        for c in products(A, B, "exact")[1]:
+            assert same_bits(c, ref)
+
+
+def test_fast_prepared_is_the_reference_of_its_scaled_integers(rng):
+    for A, B in families(rng, 6, 21, 5):
+        if not (np.isfinite(A).all() and np.isfinite(B).all()):
+            continue
+        plan = scheme.make_plan(np, A, np.ascontiguousarray(B.T), "fast", None, numpy_backend)
+        ref = reference.scaled_matmul(A, B, plan.beta_a, plan.beta_b)
+        for c in products(A, B, "fast")[1]:
+            assert same_bits(c, ref)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reuse_with_other_data_and_spans(rng, mode):
+    """One prepared operand, data of other spans (other slicings and moduli counts): each product
+    has the bits of its unprepared product; exact mode keeps one residue stack throughout."""
+    B = inputs.wide(rng, (40, 12), 20)
+    pb = ozaki.prepare(B, mode=mode)
+    for spread in (0, 5, 60, 200, 900, 1):
+        A = inputs.wide(rng, (8, 40), spread)
+        assert same_bits(ozaki.matmul(A, pb), ozaki.matmul(A, B, mode=mode))
+    assert len(pb._ready.residue_stacks) == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_complex_and_mixed(rng, mode):
+    A = inputs.normal(rng, (7, 30)) + 1j * inputs.wide(rng, (7, 30), 30)
+    B = inputs.normal(rng, (30, 5)) - 1j * inputs.normal(rng, (30, 5))
+    plain, prepared = products(A, B, mode)
+    assert all(same_bits(plain, c) for c in prepared)
+    # real data with a complex prepared operand: promoted, as matmul promotes it
+    pb = ozaki.prepare(B, mode=mode)
+    assert same_bits(ozaki.matmul(A.real, pb), ozaki.matmul(A.real, B, mode=mode))
+    with pytest.raises(TypeError, match="complex"):
+        ozaki.matmul(A, ozaki.prepare(B.real, mode=mode))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_specials(rng, mode):
+    A = inputs.sprinkle_specials(rng, inputs.normal(rng, (8, 16)))
+    B = inputs.sprinkle_zeros(rng, -np.abs(inputs.normal(rng, (16, 6))))
+    A[2] = -0.0
+    plain, prepared = products(A, B, mode)
+    assert all(same_bits(plain, c) for c in prepared)
+    plain, prepared = products(B.T.copy(), A.T.copy(), mode)
+    assert all(same_bits(plain, c) for c in prepared)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_stacks_pieces_and_blocks(rng, mode):
+    """3-D prepared stacks; a workspace small enough to split the stack into pieces
+    (Prepared windows) and the products into row/column blocks."""
+    A = inputs.wide(rng, (5, 9, 24), 30)
+    B = inputs.normal(rng, (5, 24, 11))
+    plain = ozaki.matmul(A, B, mode=mode)
+    pa, pb = ozaki.prepare(A, "left", mode=mode), ozaki.prepare(B, mode=mode)
+    for workspace in (None, 40_000, 3_000):
+        with ozaki.config(workspace=workspace):
+            for c in (ozaki.matmul(A, pb), ozaki.matmul(pa, B), ozaki.matmul(pa, pb)):
+                assert same_bits(plain, c)
+
+
+def test_num_moduli_given(rng):
+    A, B = inputs.normal(rng, (6, 50)), inputs.normal(rng, (50, 4))
+    for mode, nm in (("fast", 14), ("exact", 30)):
+        plain, prepared = products(A, B, mode, nm)
+        assert all(same_bits(plain, c) for c in prepared)
+    with pytest.raises(ValueError):                 # too few moduli for exact mode
+        ozaki.matmul(A, ozaki.prepare(B, mode="exact", num_moduli=3))
+
+
+def test_errors(rng):
+    A, B = inputs.normal(rng, (6, 5)), inputs.normal(rng, (5, 4))
+    for mode in ("accurate", "certified"):
+        with pytest.raises(ValueError, match="couples both operands"):
+            ozaki.prepare(B, mode=mode)
+    with ozaki.config(mode="accurate"), pytest.raises(ValueError, match="couples"):
+        ozaki.prepare(B)
+    pb = ozaki.prepare(B, mode="exact")
+    with pytest.raises(ValueError, match="side"):
+        ozaki.matmul(pb, A)
+    with pytest.raises(ValueError, match="prepared for mode"):
+        ozaki.matmul(A, pb, mode="fast")
+    with pytest.raises(ValueError, match="do not multiply"):
+        ozaki.matmul(A.T, pb)
+    with pytest.raises(ValueError, match="2-D"):
+        ozaki.matmul(A[None], pb)
+    with pytest.raises(TypeError, match="out"):
+        ozaki.matmul(A, pb, out=np.empty((6, 4)))
+    with pytest.raises(ValueError, match="2-D or 3-D"):
+        ozaki.prepare(B[0], mode="exact")
+    with pytest.raises(TypeError):
+        ozaki.prepare(B.astype(np.int64), mode="exact")
+
+
+def test_empty(rng):
+    B = np.zeros((0, 4))
+    pb = ozaki.prepare(B, mode="exact")
+    assert same_bits(ozaki.matmul(np.zeros((3, 0)), pb), np.zeros((3, 4)))
+
+
+def test_exact_sizes_beside_fits_the_moduli():
+    """Every slicing exact_sizes_beside picks keeps the slice products inside the CRT range."""
+    from ozaki import crt
+    for span_a in (1, 30, 53, 64, 115, 700, 2098):
+        for span_b in (1, 53, 90, 300, 2098):
+            for k in (1, 100, 70000):
+                for fixed in (32, 64, 128, 256):
+                    wa, wb, m, ta, tb = scheme.exact_sizes_beside(span_a, span_b, k, None, fixed, None)
+                    assert wa == fixed and ta * wa >= span_a and tb * wb >= span_b
+                    assert min(wa, span_a) + min(wb, span_b) + max(k - 1, 0).bit_length() <= crt.usable_bits(m)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_float32_results_rounded_once(rng, mode):
+    """float32 (and complex64) operands: prepared products have numpy's result type and the
+    unprepared product's bits (float32 x float32 rounded once to float32, with float32's
+    default moduli count in fast mode); exact mode's are the exact products rounded once."""
+    F32 = np.float32
+    with np.errstate(over="ignore"):
+        for A, B in families(rng, 6, 21, 5):
+            A, B = A.astype(F32), B.astype(F32)
+            plain, prepared = products(A, B, mode)
+            assert plain.dtype == F32 and all(c.dtype == F32 and same_bits(plain, c) for c in prepared)
+            if mode == "exact":
+                ref = reference.exact_matmul(A, B, dtype=F32)
+                assert all(same_bits(c, ref) for c in prepared)
+    A, B = inputs.normal(rng, (7, 30)).astype(F32), inputs.wide(rng, (30, 5), 20)
+    pb, pa = ozaki.prepare(B, mode=mode), ozaki.prepare(A, "left", mode=mode)
+    for c, plain in ((ozaki.matmul(A, pb), ozaki.matmul(A, B, mode=mode)),        # float32 x float64: float64
+                     (ozaki.matmul(pa, B.astype(F32)), ozaki.matmul(A, B.astype(F32), mode=mode)),
+                     (ozaki.matmul(pa, B), ozaki.matmul(A, B, mode=mode))):
+        assert c.dtype == plain.dtype and same_bits(c, plain)
+    Z = (A + 1j * A).astype(np.complex64)
+    pz = ozaki.prepare(Z, "left", mode=mode)
+    c, plain = ozaki.matmul(pz, B.astype(F32)), ozaki.matmul(Z, B.astype(F32), mode=mode)
+    assert c.dtype == np.complex64 and same_bits(c, plain)
+    with pytest.raises(TypeError, match="complex and a real"):
+        ozaki.matmul(pz, ozaki.prepare(B, mode=mode))
+
+
+def test_fast_prepared_serves_each_moduli_count(rng):
+    """Fast mode's bottoms keep bits for the product's count: one prepared operand serves
+    float64 products (16 moduli) and float32 ones (9) with one residue stack each."""
+    A, B = inputs.normal(rng, (6, 40)), inputs.wide(rng, (40, 5), 20).astype(np.float32)
+    pb = ozaki.prepare(B, mode="fast")
+    for X in (A, A.astype(np.float32), A):                  # float64 x float32: float64; float32: float32
+        c, plain = ozaki.matmul(X, pb), ozaki.matmul(X, B, mode="fast")
+        assert c.dtype == plain.dtype == X.dtype and same_bits(c, plain)
+    assert sorted(pb._ready.residue_stacks) == sorted({scheme.default_num_moduli("fast", 40),
+                                                       scheme.default_num_moduli("fast", 40, np.float32)})
+
+
+floats = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.float64, st.tuples(st.integers(1, 5), st.integers(1, 9)), elements=floats),
+       st.integers(1, 4), st.sampled_from(MODES), st.data())
+def test_property_prepared_equals_unprepared(A, n, mode, data):
+    B = data.draw(hnp.arrays(np.float64, (A.shape[1], n), elements=floats))
+    plain, prepared = products(A, B, mode)
+    assert all(same_bits(plain, c) for c in prepared)
+    if mode == "exact":
+        assert same_bits(prepared[0], reference.exact_matmul(A, B))
