@@ -36,7 +36,6 @@ the GPU backend also ``fused_product`` (gemm and epilogue in one kernel) and
 ``bound_maxima`` (the bound GEMM's maxima on chip), which "fused" paths use.
 """
 
-import math
 import threading
 from dataclasses import dataclass
 
