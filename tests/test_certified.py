@@ -120,3 +120,16 @@ def test_bound_is_backend_order_free(rng):
 def test_certified_moduli_default():
     assert scheme.default_num_moduli("certified", 4096) == scheme.default_num_moduli("accurate", 4096) + \
         scheme.CERTIFIED_EXTRA_MODULI
+
+
+def test_recomputed_by_row_blocks(rng, monkeypatch):
+    """Failing entries spread over many rows: recomputed block by block (two failing rows
+    per block here), each block with its own failing columns, and still faithful; the
+    counts say how many entries failed and how many were recomputed."""
+    monkeypatch.setattr(scheme, "CERTIFY_ROWS", 2)
+    A, B = inputs.wide(rng, (9, 40), 300), inputs.wide(rng, (40, 7), 300)
+    C = ozaki.matmul(A, B, mode="certified")
+    all_faithful(C, A, B)
+    counts = scheme.certify_counts
+    assert counts["entries"] == 63
+    assert 0 < counts["failing"] <= counts["recomputed"] <= 63
