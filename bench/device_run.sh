@@ -2,18 +2,15 @@
 # One call on the GPU machine: GPU tests, the time split, the GEMM benchmark, FFT and the
 # verification suite with its report; everything in $OUT/results.tgz, a short table last.
 # Usage (device tool): OZAKI_COMMIT=<sha> bash bench/device_run.sh [quick|full]
-#   quick  GPU tests, time split with GEMM probes, GEMM n = 8192, 16384   (about 5 min)
 #   full   all of it: GEMM n = 1024..16384, ZGEMM, FFT, verify --profile full  (under 10 min)
-#   extra  GEMM 16384 again, phi1 and ZGEMM 8192, FFT 2^24 and 512^3         (about 5 min)
-#   probe  GPU tests, fp8 exactness, step probes at 16384, fp8 vs int8 GEMM, FFT with time splits
-#   last   epilogue kernel tests, a cProfile of fftn 256^3, FFT 2^24 and 512^3 (one run each)
-#   check  GPU tests, FFT 2^16, 2^20, 256^3, ZGEMM 4096 and 8192
-#   final  GPU tests, fp8 exactness, steps, GEMM 1024..16384, ZGEMM, fp8 vs int8, FFT up to 2^24, 512^3
-#   diag   all GPU tests, the crossover table and host profile, the small-accumulator reduction
-#          off, the fused kernel under ncu (about 8 min)
-#   close  GPU tests in two timed groups, the crossover table, float32 GEMM (about 8 min)
 #   fused  tile sweep, fused/cuBLAS crossover table and host profile, all GPU tests under the chosen
 #          tiles, linalg, dask and FFT benchmarks  (under 9 min; wheels for dask in .whl)
+#   diag   all GPU tests, the crossover table and host profile, the fused kernel under ncu (8 min)
+#   close  GPU tests in two timed groups, the crossover table, float32 GEMM (about 8 min)
+#   open   the GPU tests of the last changes, certified and exact mode at n = 16384 on
+#          N(0,1) and phi = 1, 3, 6 with the fraction recomputed, the dask product at 49152
+#   prepared  GPU tests (all), FFT and linalg benchmarks with prepared operands
+# (Older profiles are in git history: quick, probe, last, check, final, fft, extra.)
 set -u
 OUT=${OUT:-bench/results/out}
 W=$(mktemp -d)
@@ -43,8 +40,6 @@ if [ "$profile" = fused ]; then      # one call: tiles swept and chosen, then ev
 elif [ "$profile" = diag ]; then      # GPU tests, the crossover table, the fused kernel under ncu
     stage gpu_tests 240 python3 -m pytest -q --maxfail=20 -m gpu tests -p no:cacheprovider --junitxml="$W/gpu_tests.xml"
     stage crossover 150 python3 -m bench.crossover --profile --out "$W/crossover.json"
-    stage crossover_f64 40 env OZAKI_FUSED_SMALL_ACC=0 python3 -m bench.crossover --cases stack complex-stack \
-        --max-work 4294967296 --out "$W/crossover_f64.json"
     stage ncu 90 ncu --clock-control none -k regex:fused --launch-skip 2 --launch-count 6 \
         --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
         --section ComputeWorkloadAnalysis --section InstructionStats python3 -m bench.fused_probe
@@ -56,51 +51,20 @@ elif [ "$profile" = close ]; then     # GPU tests by file (timed), float32 rows,
     stage crossover 100 python3 -m bench.crossover --out "$W/crossover.json"
     stage gemm_f32 50 python3 -m bench.gemm --dtype float32 --sizes 4096 8192 --families normal --no-emulated \
         --samples 4 --repeats 3 --modes accurate --out "$W/gemm_f32.json"
-elif [ "$profile" = quick ]; then
-    stage gpu_tests 170 python3 -m pytest -q --maxfail=5 -m gpu tests -p no:cacheprovider
-    stage steps 60 python3 -m bench.steps --sizes 8192 16384 --probes --out "$W/steps.json"
-    stage gemm 150 python3 -m bench.gemm --sizes 8192 16384 --families normal --modes $modes --out "$W/gemm.json"
-elif [ "$profile" = probe ]; then
-    stage gpu_tests 170 python3 -m pytest -q -m gpu tests -p no:cacheprovider --junitxml="$W/gpu_tests.xml"
-    stage fp8_exactness 40 python3 -m bench.fp8 --out "$W/fp8_exactness.json"
-    stage steps 90 python3 -m bench.steps --sizes 16384 --probes --out "$W/steps.json"
-    stage gemm_fp8 70 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal --no-emulated \
-        --modes accurate --substrates int8 fp8 --samples 8 --repeats 3 --out "$W/gemm_fp8.json"
-    stage fft 110 python3 -m bench.fft --cubes 256 --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft.json"
-    stage fft512 60 python3 -m bench.fft --cubes 512 --sizes --repeats 1 --out "$W/fft512.json"
-elif [ "$profile" = final ]; then      # one run of everything the open issues report
-    stage gpu_tests 150 python3 -m pytest -q -m gpu tests -p no:cacheprovider --junitxml="$W/gpu_tests.xml"
-    stage fp8_exactness 30 python3 -m bench.fp8 --out "$W/fp8_exactness.json"
-    stage steps 40 python3 -m bench.steps --sizes 16384 --probes --out "$W/steps.json"
-    stage gemm 120 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal \
-        --modes accurate accurate:15 accurate:14 fast:15 exact --out "$W/gemm.json"
-    stage zgemm 35 python3 -m bench.gemm --sizes 2048 4096 8192 --families complex --no-emulated --samples 8 \
-        --modes accurate accurate:15 --out "$W/zgemm.json"
-    stage gemm_fp8 50 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal --no-emulated \
-        --modes accurate --substrates int8 fp8 --samples 8 --repeats 3 --out "$W/gemm_fp8.json"
-    stage fft 60 python3 -m bench.fft --cubes 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
-    stage fft_2to24 45 python3 -m bench.fft --cubes --sizes 16777216 --repeats 2 --single --out "$W/fft_2to24.json"
-    stage fft_512 45 python3 -m bench.fft --cubes 512 --sizes --repeats 2 --single --out "$W/fft_512.json"
-elif [ "$profile" = last ]; then       # the epilogue kernel tests, where the FFT's time goes, the largest FFTs
-    stage gpu_tests 60 python3 -m pytest -q -m gpu tests/backends/test_cupy_backend.py -k epilogue -p no:cacheprovider
-    stage fft_profile 40 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.fft --profile 256
-    stage fft_2to24 130 python3 -m bench.fft --cubes --sizes 16777216 --repeats 2 --single --out "$W/fft_2to24.json"
-    stage fft_512 130 python3 -m bench.fft --cubes 512 --sizes --repeats 2 --single --out "$W/fft_512.json"
-elif [ "$profile" = check ]; then      # GPU tests, FFT and ZGEMM after the last changes
-    stage gpu_tests 110 python3 -m pytest -q -m gpu tests -p no:cacheprovider --junitxml="$W/gpu_tests.xml"
-    stage fft 50 python3 -m bench.fft --cubes 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
-    stage zgemm 25 python3 -m bench.gemm --sizes 4096 8192 --families complex --no-emulated --samples 4 \
-        --repeats 3 --modes accurate --out "$W/zgemm.json"
-elif [ "$profile" = fft ]; then        # the largest transforms alone
-    stage fft 150 python3 -m bench.fft --cubes 512 --sizes 16777216 --repeats 2 --out "$W/fft.json"
-elif [ "$profile" = extra ]; then      # what a full run had no time left for
-    stage gemm16k 90 python3 -m bench.gemm --sizes 16384 --families normal --no-emulated --samples 12 \
-        --modes accurate accurate:15 accurate:14 --out "$W/gemm16k.json"
-    stage gemm_phi1 70 python3 -m bench.gemm --sizes 16384 --families phi1 --no-emulated --samples 6 \
-        --modes accurate accurate:15 accurate:14 --out "$W/gemm_phi1.json"
-    stage zgemm 60 python3 -m bench.gemm --sizes 8192 --families complex --no-emulated --samples 4 \
-        --modes accurate accurate:15 --out "$W/zgemm.json"
-    stage fft 150 python3 -m bench.fft --cubes 512 --sizes 16777216 --repeats 2 --out "$W/fft.json"
+elif [ "$profile" = open ]; then      # what the open issues still need measured
+    stage gpu_changed 150 python3 -m pytest -q --durations=5 -m gpu tests/backends/test_cupy_float32.py \
+        tests/backends/test_fused.py tests/backends/test_kulisch_cuh.py tests/test_certified.py \
+        tests/test_float32.py -p no:cacheprovider --junitxml="$W/gpu_changed.xml"
+    stage gemm_certified 170 python3 -m bench.gemm --sizes 16384 --families normal phi1 phi3 phi6 --no-emulated \
+        --samples 4 --repeats 3 --modes accurate certified exact --out "$W/gemm_certified.json"
+    stage dask 200 python3 -m bench.dask_gemm --sizes 49152 --chunk 8192 --repeats 1 --out "$W/dask.json"
+elif [ "$profile" = prepared ]; then  # prepared operands: all GPU tests, then the FFT and linalg
+    stage gpu_backends 170 python3 -m pytest -q --durations=5 -m gpu tests/backends tests/test_api.py tests/gemm \
+        tests/test_prepared.py -p no:cacheprovider --junitxml="$W/gpu_backends.xml"
+    stage gpu_rest 150 python3 -m pytest -q --durations=5 -m gpu tests/fft tests/linalg tests/test_dask.py \
+        tests/test_certified.py tests/test_float32.py -p no:cacheprovider --junitxml="$W/gpu_rest.xml"
+    stage fft 100 python3 -m bench.fft --cubes 128 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
+    stage linalg 120 python3 -m bench.linalg --sizes 8192 16384 --out "$W/linalg.json"
 else
     # The verification suite is mostly CPU work (fraction references): it runs beside the
     # GPU tests, and the timed benchmarks start only when both are done.
@@ -124,7 +88,7 @@ echo "== GPU tests =="; for f in "$W"/gpu_*.txt; do echo "$(basename $f):"; grep
 echo "== durations =="; grep -h -A10 "slowest" "$W"/gpu_*.txt | head -24
 [ -f "$W/crossover.txt" ] && { echo "== fused vs cuBLAS path =="; grep -E "^(stack|square|skinny|complex|best)" "$W/crossover.txt"; }
 for f in linalg dask; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -15 "$W/$f.txt"; }; done
-echo "== time split =="; cat "$W/steps.txt"
+[ -f "$W/steps.txt" ] && { echo "== time split =="; cat "$W/steps.txt"; }
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
 [ -f "$W/fft_profile.txt" ] && { echo "== FFT profile =="; head -45 "$W/fft_profile.txt"; }

@@ -24,6 +24,7 @@ import sys
 import numpy as np
 
 import ozaki
+import ozaki.scheme
 from bench import common
 
 
@@ -91,6 +92,10 @@ def run(shapes, modes, families, samples, repeats, emulated=True, substrates=("i
                        "substrate": substrate,
                        "path": path, "ms": t, "tflops": flops / t / 1e9, "ratio": t_native / t,
                        "dmmch": common.dmmch(C0, A0, B0, entries)}
+                if mode == "certified":                # of the last call: f() above
+                    counts = ozaki.scheme.certify_counts
+                    row["failing"] = counts["failing"] / counts["entries"]
+                    row["recomputed"] = counts["recomputed"] / counts["entries"]
                 rows.append(row)
                 print_row(row)
             del dA, dB
@@ -127,7 +132,8 @@ def print_row(r):
     shape = f"{r['n']:6d}" if r.get("batch", 1) == 1 and r.get("m", r["n"]) == r.get("k", r["n"]) == r["n"] \
         else f"{r['batch']}x{r['m']}x{r['k']}x{r['n']}"
     print(f"{shape:>6s} {r['family']:7s} {r['impl']:26s} m={str(r.get('num_moduli', '-')):4s} "
-          f"{r['ms']:9.2f} ms {r['tflops']:7.2f} TFLOPS x{r['ratio']:5.2f}  dmmch {r['dmmch']:.3g}",
+          f"{r['ms']:9.2f} ms {r['tflops']:7.2f} TFLOPS x{r['ratio']:5.2f}  dmmch {r['dmmch']:.3g}"
+          + (f"  failing {r['failing']:.2e} recomputed {r['recomputed']:.2e}" if "failing" in r else ""),
           flush=True)
 
 

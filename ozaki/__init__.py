@@ -209,6 +209,8 @@ def _as_float(x, rt, name, label):
     rt = _wide(rt)
     if x.dtype == rt:
         return x
+    if x.dtype in (np.float32, np.complex64) and (x.dtype.kind == "c") == (rt.kind == "c"):
+        return backend_for(x).widen(x)
     if x.dtype.kind in "iu" and x.dtype.itemsize == 8 and x.size:
         xp = _xp(x)
         if bool(xp.any(xp.abs(x.astype(xp.float64)) > 2.0 ** 53)):

@@ -75,7 +75,7 @@ MIN_DEFAULT_MODULI = 16
 
 # float32/complex64 results (the inputs widened exactly, each entry rounded once
 # to float32): 24 bits a side (float32's precision) + log2 k, and at least
-# FLOAT32_LEAST moduli: accurate (and certified, + 4) 8 moduli for k <= 2**14,
+# FLOAT32_LEAST moduli: accurate (and certified, + 6) 8 moduli for k <= 2**14,
 # fast 9; 9 and 10 beyond.  Half of float64's 16, i.e. half the int8 GEMMs.
 # The counts are what matches native SGEMM (numpy's float32 BLAS on the same
 # inputs): exact DMMCH ratio with eps = 2**-24 on 30 sampled entries, 32 x k x 32,
@@ -94,11 +94,16 @@ FLOAT32_DEFAULTS = (24, 8)
 FLOAT32_LEAST = {"fast": 9}
 
 
-# certified mode keeps more bits, so that the per-entry test passes on most
-# entries of tame data (a first estimate on N(0,1), k = 16384: 62% / 98% /
-# 99.7% of the entries certified at 18 / 19 / 20 moduli with the bound of
-# error_bounds); the rest are recomputed exactly.
-CERTIFIED_EXTRA_MODULI = 4
+# certified mode keeps more bits, so that the per-entry test passes on almost
+# every entry of tame data; the rest are recomputed exactly, by blocks
+# (_recompute_blocks).  Measured with the bound of error_bounds on N(0,1),
+# 128 x 16384 x 128 (CPU, a15af3b+): 1.3e-2 / 1.4e-3 / 6.1e-5 / 0 of the
+# entries failing at 19 / 20 / 21 / 22 moduli, about 20x fewer per modulus;
+# phi = 1 and 3: 5.5e-4 and 2.0e-3 at 20, 0 at 22.  On the H200 at n = 16384
+# (run a15af3b) 20 moduli left 1.5e-3 failing, whose recomputation (31% of the
+# matrix in 256-row blocks) took 1.4 s of the 1.59 s; a modulus costs about
+# 6 ms there, a recomputed block about 2 ms.  So 6 more than accurate's 16.
+CERTIFIED_EXTRA_MODULI = 6
 
 
 def default_num_moduli(mode, k, dtype=np.float64):
@@ -564,10 +569,41 @@ def certified_entries(xp, C, delta, ieee):
     return ieee | (xp.isfinite(C) & (2.0 * delta < gap))
 
 
+# Failing entries are recomputed in exact mode by blocks: runs of R failing rows,
+# each with the columns that fail in it.  Scattered failures (a fraction f of
+# the entries) cost about R n f columns per block, so small R recomputes less,
+# but every block is a call of fixed cost, counted as this many multiply-adds
+# (about 2 ms of exact mode on the H200).  R is the cheapest of CERTIFY_ROWS.
+CERTIFY_CALL = 2 ** 35
+CERTIFY_ROWS = (4096, 1024, 256, 64, 16)
+# What the last certified product did: entries (of the output), failing (not
+# certified), recomputed (entries in the recomputed blocks), blocks; for benchmarks.
+certify_counts = {"entries": 0, "failing": 0, "recomputed": 0, "blocks": 0}
+
+
+def _recompute_blocks(xp, bad, k):
+    """(rows, cols) index pairs covering the True entries of ``bad`` (m, n): runs of R
+    failing rows with the columns failing in each, R the cheapest by CERTIFY_CALL."""
+    rows = xp.flatnonzero(bad.any(axis=1))
+    if rows.size == 0:
+        return []
+    failing_rows = bad[rows]
+    best = None
+    for R in sorted({min(R, rows.size) for R in CERTIFY_ROWS}):
+        nb = -(-rows.size // R)
+        pad = xp.zeros((nb * R - rows.size, bad.shape[1]), dtype=bool)
+        cols = xp.concatenate([failing_rows, pad]).reshape(nb, R, -1).any(axis=1).sum(axis=1)
+        cost = nb * CERTIFY_CALL + R * int(cols.sum()) * k             # a host sync per R
+        if best is None or cost < best[0]:
+            best = (cost, R)
+    R = best[1]
+    return [(rows[i:i + R], xp.flatnonzero(failing_rows[i:i + R].any(axis=0))) for i in range(0, rows.size, R)]
+
+
 def _certify(xp, A, B, C, A_rows, Bt_rows, plan, batch, recompute):
     """Keep the entries of the parts C (batch, m, n) that certified_entries proves
     faithful; recompute the rest with ``recompute(A_sub, B_sub)`` (exact mode) on
-    the rows and columns that hold them, matrix by matrix."""
+    the blocks of _recompute_blocks, matrix by matrix."""
     m, n = C[0].shape[1:]
     delta = error_bounds(xp, A_rows, Bt_rows, plan, batch)
     fa, fb = plan.flags
@@ -575,15 +611,19 @@ def _certify(xp, A, B, C, A_rows, Bt_rows, plan, batch, recompute):
     bad = ~certified_entries(xp, C[0], delta, ieee)
     for c in C[1:]:
         bad |= ~certified_entries(xp, c, delta, ieee)
-    failing = xp.flatnonzero(bad.reshape(batch, -1).any(axis=1))           # a host sync
+    per_matrix = bad.reshape(batch, -1).sum(axis=1)
+    failing = xp.flatnonzero(per_matrix)                   # a host sync
+    counts = {"entries": batch * m * n, "failing": int(per_matrix.sum()), "recomputed": 0, "blocks": 0}
     for g in failing.tolist():
-        rows = xp.flatnonzero(bad[g].any(axis=1))
-        cols = xp.flatnonzero(bad[g].any(axis=0))
-        sub = recompute(A[g][rows][None], B[g][:, cols][None])[0]
-        at = xp.ix_(rows, cols)
-        keep = bad[g][at]
-        for c, part in zip(C, [sub.real, sub.imag] if len(C) == 2 else [sub]):
-            c[g][at] = xp.where(keep, part, c[g][at])
+        for rows, cols in _recompute_blocks(xp, bad[g], A.shape[2]):
+            sub = recompute(A[g][rows][None], B[g][:, cols][None])[0]
+            at = xp.ix_(rows, cols)
+            keep = bad[g][at]
+            for c, part in zip(C, [sub.real, sub.imag] if len(C) == 2 else [sub]):
+                c[g][at] = xp.where(keep, part, c[g][at])
+            counts["recomputed"] += rows.size * cols.size
+            counts["blocks"] += 1
+    certify_counts.update(counts)
     return C
 
 

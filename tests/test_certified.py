@@ -120,3 +120,39 @@ def test_bound_is_backend_order_free(rng):
 def test_certified_moduli_default():
     assert scheme.default_num_moduli("certified", 4096) == scheme.default_num_moduli("accurate", 4096) + \
         scheme.CERTIFIED_EXTRA_MODULI
+
+
+def test_recomputed_by_row_blocks(rng, monkeypatch):
+    """Failing entries spread over many rows: recomputed block by block (two failing rows
+    per block here), each block with its own failing columns, and still faithful; the
+    counts say how many entries failed and how many were recomputed."""
+    monkeypatch.setattr(scheme, "CERTIFY_ROWS", (2,))
+    A, B = inputs.wide(rng, (9, 40), 300), inputs.wide(rng, (40, 7), 300)
+    C = ozaki.matmul(A, B, mode="certified")
+    all_faithful(C, A, B)
+    counts = scheme.certify_counts
+    assert counts["entries"] == 63
+    assert 0 < counts["failing"] <= counts["recomputed"] <= 63
+
+
+def test_recompute_blocks_cover_the_failures(rng):
+    """The blocks cover every failing entry, once per row; a block per failing row when
+    calls cost nothing, one block of all failing rows and columns when they cost much."""
+    bad = rng.random((300, 50)) < 0.01
+    bad[7] = False
+    for call, R in ((0, 1), (2 ** 60, 300)):
+        old = scheme.CERTIFY_CALL, scheme.CERTIFY_ROWS
+        scheme.CERTIFY_CALL, scheme.CERTIFY_ROWS = call, (1, 300)
+        try:
+            blocks = scheme._recompute_blocks(np, bad, 100)
+        finally:
+            scheme.CERTIFY_CALL, scheme.CERTIFY_ROWS = old
+        covered = np.zeros_like(bad)
+        seen = np.concatenate([r for r, _ in blocks])
+        assert np.array_equal(seen, np.flatnonzero(bad.any(axis=1)))
+        assert all(r.size <= R for r, _ in blocks)
+        for r, c in blocks:
+            covered[np.ix_(r, c)] = True
+        assert not (bad & ~covered).any()
+        if call == 0:
+            assert sum(r.size * c.size for r, c in blocks) == bad.sum()

@@ -63,6 +63,27 @@ def default_workspace():
 GEMM_BATCHED = False
 
 
+# float32 bits -> the same value in float64.  Read off the bits: the device's
+# float conversions flushed float32 subnormals to zero (runs 896b51e, a15af3b),
+# so a subnormal (biased exponent 0) is formed as its fraction times 2**-149 in
+# double arithmetic, which keeps subnormals.
+_WIDEN_F32 = cupy.ElementwiseKernel(
+    "int32 b", "float64 x",
+    """
+    bool tiny = ((b >> 23) & 0xFF) == 0;
+    double v = tiny ? ldexp((double)(b & 0x7FFFFF), -149) : (double)__int_as_float(b);
+    x = tiny && b < 0 ? -v : v;
+    """,
+    "ozaki_widen_f32")
+
+
+def widen(x):
+    """As numpy_backend.widen: one kernel over the float32 bits."""
+    flat = cupy.ascontiguousarray(x).reshape(-1)
+    wide = _WIDEN_F32(flat.view(cupy.int32))
+    return (wide.view(cupy.complex128) if x.dtype.kind == "c" else wide).reshape(x.shape)
+
+
 def split(x):
     return numpy_backend.split(x, xp=cupy)
 
@@ -92,25 +113,21 @@ def _doubles(values):
     return "{" + ", ".join(float(v).hex() for v in values) + "}"
 
 
-def _array(name, values, ctype="double"):
-    """A __constant__ array definition (double, or float: values exact in float32
-    or rounded to nearest, as float(v).hex() literals are)."""
-    return f"__constant__ {ctype} {name} = {_doubles(values)};\n"
+def _array(name, values):
+    """A __constant__ double array definition (float(v).hex() literals)."""
+    return f"__constant__ double {name} = {_doubles(values)};\n"
 
 
 @functools.lru_cache(maxsize=None)
 def _constant_tables(m, crt=False):
     """The moduli's constants as compile-time tables, so the kernels' fully
     unrolled loops read them as constant-bank operands instead of loads:
-    MOD_P, MOD_INV (1/p rounded), MOD_C26, MOD_C52 (2**26, 2**52 mod p), their
-    float32 forms MOD_PF, MOD_HF (floor(p / 2)), MOD_INVF (fused.cu's SMALL_ACC), and
+    MOD_P, MOD_INV (1/p rounded), MOD_C26, MOD_C52 (2**26, 2**52 mod p), and
     with ``crt`` the CRT limbs CRT_C[i][l], CRT_P[l] and CRT_INV_P."""
     ps = _moduli(m)
     src = (_array("MOD_P[]", ps) + _array("MOD_INV[]", [1.0 / p for p in ps])
            + _array("MOD_C26[]", [pow(2, 26, p) for p in ps])
-           + _array("MOD_C52[]", [pow(2, 52, p) for p in ps])
-           + _array("MOD_PF[]", ps, "float") + _array("MOD_HF[]", [p // 2 for p in ps], "float")
-           + _array("MOD_INVF[]", [float(np.float32(1.0 / p)) for p in ps], "float"))
+           + _array("MOD_C52[]", [pow(2, 52, p) for p in ps]))
     if crt:
         k = crt_constants(m)
         src += (f"__constant__ double CRT_C[{m}][{k.L}] = {{{', '.join(_doubles(row) for row in k.c_limbs)}}};\n"
@@ -453,10 +470,6 @@ def _tiles_from_env(tiles):
 
 FUSED_TILES = _tiles_from_env(FUSED_TILES)
 SHARED_MAX = 227 * 1024
-# Inner dimensions (times the Karatsuba parts) up to this reduce their int32
-# accumulators (|x| <= kp 2**14 <= 2**22) on the FP32 pipe (fused.cu, SMALL_ACC);
-# OZAKI_FUSED_SMALL_ACC=0 turns it off, for bench/crossover.py's comparison.
-SMALL_ACC_K = 256 if os.environ.get("OZAKI_FUSED_SMALL_ACC", "1") != "0" else 0
 # Inner dimensions whose int32 accumulators cannot overflow: |r| <= 128, so a
 # real product stays below k 2**14 < 2**31; a complex one accumulates
 # Im = P3 - P1 - P2 below 3 k 2**14.  (The 6-bit ceilings of the bound GEMM
@@ -575,8 +588,6 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype
     defines = (("NMOD", num_moduli), ("NIN", parts), ("NPAIRS", npairs), ("LP", LP),
                ("LACC", LP if npairs == 1 else LP + max(shifts) + 1), ("EPILOGUE_CRT", 1),
                ("OUT_T", _OUT_T[np.dtype(out_dtype)]))
-    if parts * a_stacks[0].shape[-1] <= SMALL_ACC_K and SMALL_ACC_K:
-        defines += (("SMALL_ACC", 1),)
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
     tail = (shift_table, cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
             cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(m * n), np.int64(n))

@@ -39,6 +39,12 @@ def pow2_table(m):
     return np.array([[pow(2, s, p) for s in range(MAX_SHIFT)] for p in _moduli(m)], dtype=np.int64)
 
 
+def widen(x):
+    """float32 / complex64 -> float64 / complex128, exactly (subnormals, signed zeros,
+    NaN and inf kept)."""
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+
 def split(x, xp=np):
     """float64 -> (negative, mantissa, exponent) with |x| = mantissa * 2**exponent exactly.
 

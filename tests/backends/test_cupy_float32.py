@@ -102,3 +102,31 @@ def test_float32_out_and_dot(rng):
     assert same_bits(cupy.asnumpy(out), ozaki.matmul(A, B, mode="exact"))
     d = ozaki.dot(cupy.asarray(A[0]), cupy.asarray(B[:, 0]), mode="exact")
     assert d.dtype == F32 and same_bits(cupy.asnumpy(d), np.asarray(ozaki.dot(A[0], B[:, 0], mode="exact")))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_widen_keeps_every_float32(rng, dtype):
+    """cupy_backend.widen gives numpy's exact float32 -> float64 widening bit for bit:
+    subnormals (which the device's float conversion flushed), signed zeros, NaN, inf,
+    the extremes, and random bit patterns; 0-d and empty arrays too."""
+    import cupy
+    from ozaki.backends import cupy_backend
+    tiny = np.arange(1, 1 << 12, dtype=np.int32).view(F32)          # the lowest subnormals
+    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 2.0 ** -149, -(2.0 ** -149), 2.0 ** -126,
+                      np.nextafter(F32(2.0 ** -126), F32(0)), np.finfo(F32).max, -np.finfo(F32).max], dtype=F32)
+    noise = rng.integers(-2 ** 31, 2 ** 31, 4096, dtype=np.int64).astype(np.int32).view(F32)
+    x = np.concatenate([tiny, -tiny, edges, noise])
+    if dtype == np.complex64:
+        x = x[: x.size // 2 * 2].view(np.complex64)
+    for a in (x, x.reshape(-1, 2)[:, ::-1], x[:0], x[3]):
+        a = np.asarray(a)
+        assert same_bits(cupy.asnumpy(cupy_backend.widen(cupy.asarray(a))), a.astype(np.result_type(a, np.float64)))
+
+
+def test_exact_mode_keeps_float32_subnormal_inputs(rng):
+    """A float32 subnormal term next to 2**-75 terms: exact mode keeps it (the case the
+    flushed widening lost on both paths in run a15af3b)."""
+    from tests.test_float32 import near_ties, exact32
+    A, B = near_ties(rng, 40, "subnormal")
+    for path in PATHS:
+        assert same_bits(on_path(path, A, B, mode="exact"), exact32(A, B))

@@ -33,8 +33,7 @@
 // Compile-time: NMOD, NIN (1 or 3), NPAIRS (slice pairs), LP and LACC (limbs
 // of one CRT value and of the accumulator), BM, BN, WARPS_M, WARPS_N, BK
 // (inner-dimension bytes per pipeline stage), STAGES, one of EPILOGUE_CRT /
-// EPILOGUE_BOUND, SMALL_ACC where NIN * kp <= 256, and the constant tables of
-// kulisch.cuh.
+// EPILOGUE_BOUND, and the constant tables of kulisch.cuh.
 
 #include "kulisch.cuh"
 
@@ -165,31 +164,12 @@ __device__ __forceinline__ void compute_stage(const signed char* sa, const signe
 #define FRAG_COL(nt, e) (wn + (nt) * 8 + 2 * tig + ((e) & 1))
 
 #ifdef EPILOGUE_CRT
-#ifdef SMALL_ACC
-// Accumulators of at most 2**22 in magnitude (short inner dimensions: the
-// caller defines SMALL_ACC when NIN * kp <= 256) are reduced on the FP32 pipe,
-// which runs at twice the FP64 rate and leaves the FP64 pipe to the CRT:
-// 1.5 * 2**23 + x is exact in float32 for |x| <= 2**22 (its bits are those of
-// 1.5 * 2**23 plus x), the quotient rint(x / p) is off by at most one (the
-// float32 error of x * (1/p) is below 2**-5 for p >= 29), and one step each way puts the
-// remainder in [-h, p - 1 - h], h = p / 2, whose low byte is the int8 residue.
-#define MAGIC_F 12582912.0f
-__device__ __forceinline__ signed char residue_small(int x, int i) {
-    float xf = __int_as_float(0x4B400000 + x) - MAGIC_F;
-    float t = fmaf(xf, MOD_INVF[i], MAGIC_F) - MAGIC_F;
-    float r = fmaf(-t, MOD_PF[i], xf);
-    r = r < -MOD_HF[i] ? r + MOD_PF[i] : r;
-    r = r > MOD_PF[i] - 1.0f - MOD_HF[i] ? r - MOD_PF[i] : r;
-    return (signed char)__float_as_int(r + MAGIC_F);
-}
-#else
 // The residues mod p_i of int32 values, as int8.  |x| < 2**31, so the quotient
 // is exact and |r| <= p / 2; p = 256 may give +128, which is -128 in int8 (the
 // same residue).
 __device__ __forceinline__ signed char residue_small(int x, int i) {
     return (signed char)__double2loint(reduce_mod(to_double(x), i) + MAGIC);
 }
-#endif
 
 // The residues of a warp's accumulators into a residue tile.
 __device__ __forceinline__ void store_residues(const int (&x)[MT][NT][4], int i, signed char* tile,
