@@ -9,7 +9,8 @@
 #   close  GPU tests in two timed groups, the crossover table, float32 GEMM (about 8 min)
 #   open   the GPU tests of the last changes, certified and exact mode at n = 16384 on
 #          N(0,1) and phi = 1, 3, 6 with the fraction recomputed, the dask product at 49152
-#   prepared  GPU tests (all), FFT and linalg benchmarks with prepared operands
+#   prepared  every GPU test in two timed groups, certified and exact mode at n = 16384
+#   benches   FFT and linalg benchmarks (prepared operands), ozaki.matmul alone at n = 49152
 # (Older profiles are in git history: quick, probe, last, check, final, fft, extra.)
 set -u
 OUT=${OUT:-bench/results/out}
@@ -58,13 +59,18 @@ elif [ "$profile" = open ]; then      # what the open issues still need measured
     stage gemm_certified 170 python3 -m bench.gemm --sizes 16384 --families normal phi1 phi3 phi6 --no-emulated \
         --samples 4 --repeats 3 --modes accurate certified exact --out "$W/gemm_certified.json"
     stage dask 200 python3 -m bench.dask_gemm --sizes 49152 --chunk 8192 --repeats 1 --out "$W/dask.json"
-elif [ "$profile" = prepared ]; then  # prepared operands: all GPU tests, then the FFT and linalg
-    stage gpu_backends 170 python3 -m pytest -q --durations=5 -m gpu tests/backends tests/test_api.py tests/gemm \
-        tests/test_prepared.py -p no:cacheprovider --junitxml="$W/gpu_backends.xml"
+elif [ "$profile" = prepared ]; then  # after the prepared-operands merge: every GPU test, certified timings
+    stage gpu_backends 200 python3 -m pytest -q --durations=5 -m gpu tests/backends tests/test_api.py tests/gemm \
+        -p no:cacheprovider --junitxml="$W/gpu_backends.xml"
     stage gpu_rest 150 python3 -m pytest -q --durations=5 -m gpu tests/fft tests/linalg tests/test_dask.py \
         tests/test_certified.py tests/test_float32.py -p no:cacheprovider --junitxml="$W/gpu_rest.xml"
-    stage fft 100 python3 -m bench.fft --cubes 128 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
-    stage linalg 120 python3 -m bench.linalg --sizes 8192 16384 --out "$W/linalg.json"
+    stage gemm_certified 150 python3 -m bench.gemm --sizes 16384 --families normal phi1 phi3 phi6 --no-emulated \
+        --samples 4 --repeats 3 --modes certified exact --out "$W/gemm_certified.json"
+elif [ "$profile" = benches ]; then   # FFT and linalg with prepared operands, the time split at 49152
+    stage fft 110 python3 -m bench.fft --cubes 128 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
+    stage linalg 130 python3 -m bench.linalg --sizes 8192 16384 --out "$W/linalg.json"
+    stage gemm49k 170 python3 -m bench.gemm --sizes 49152 --families normal --no-emulated --samples 2 \
+        --repeats 1 --modes accurate --out "$W/gemm49k.json"
 else
     # The verification suite is mostly CPU work (fraction references): it runs beside the
     # GPU tests, and the timed benchmarks start only when both are done.
