@@ -10,7 +10,7 @@
 #   open   the GPU tests of the last changes, certified and exact mode at n = 16384 on
 #          N(0,1) and phi = 1, 3, 6 with the fraction recomputed, the dask product at 49152
 #   prepared  every GPU test in two timed groups, certified and exact mode at n = 16384
-#   benches   FFT and linalg benchmarks (prepared operands), ozaki.matmul alone at n = 49152
+#   benches   GPU tests of the last fixes, certified's time split, FFT and linalg (prepared operands)
 # (Older profiles are in git history: quick, probe, last, check, final, fft, extra.)
 set -u
 OUT=${OUT:-bench/results/out}
@@ -66,11 +66,16 @@ elif [ "$profile" = prepared ]; then  # after the prepared-operands merge: every
         tests/test_certified.py tests/test_float32.py -p no:cacheprovider --junitxml="$W/gpu_rest.xml"
     stage gemm_certified 150 python3 -m bench.gemm --sizes 16384 --families normal phi1 phi3 phi6 --no-emulated \
         --samples 4 --repeats 3 --modes certified exact --out "$W/gemm_certified.json"
-elif [ "$profile" = benches ]; then   # FFT and linalg with prepared operands, the time split at 49152
-    stage fft 110 python3 -m bench.fft --cubes 128 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
-    stage linalg 130 python3 -m bench.linalg --sizes 8192 16384 --out "$W/linalg.json"
-    stage gemm49k 170 python3 -m bench.gemm --sizes 49152 --families normal --no-emulated --samples 2 \
-        --repeats 1 --modes accurate --out "$W/gemm49k.json"
+elif [ "$profile" = benches ]; then   # the GPU tests the last run lost, certified's time, FFT and linalg
+    stage gpu_fix 110 python3 -m pytest -q --durations=5 -m gpu tests/backends/test_cupy_float32.py \
+        tests/backends/test_prepared_gpu.py tests/test_certified.py tests/test_api.py \
+        -p no:cacheprovider --junitxml="$W/gpu_fix.xml"
+    stage gpu_fused_rest 130 python3 -m pytest -q --durations=5 -m gpu tests/backends/test_fused.py \
+        -k "moduli_counts or exact_slices_run or complex_paths or stacks_and_broadcast or int32_limits or bound_maxima or auto_path or current_stream" \
+        -p no:cacheprovider --junitxml="$W/gpu_fused_rest.xml"
+    stage certified 50 python3 -m bench.certified --n 16384 --calls 35 38 41 --repeats 2 --out "$W/certified.json"
+    stage fft 90 python3 -m bench.fft --cubes 128 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
+    stage linalg 110 python3 -m bench.linalg --sizes 16384 --out "$W/linalg.json"
 else
     # The verification suite is mostly CPU work (fraction references): it runs beside the
     # GPU tests, and the timed benchmarks start only when both are done.
@@ -93,7 +98,7 @@ echo "== stages =="; cat "$W/stages.txt"
 echo "== GPU tests =="; for f in "$W"/gpu_*.txt; do echo "$(basename $f):"; grep -E "passed|failed|Error|assert" "$f" | tail -12; done
 echo "== durations =="; grep -h -A10 "slowest" "$W"/gpu_*.txt | head -24
 [ -f "$W/crossover.txt" ] && { echo "== fused vs cuBLAS path =="; grep -E "^(stack|square|skinny|complex|best)" "$W/crossover.txt"; }
-for f in linalg dask; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -15 "$W/$f.txt"; }; done
+for f in linalg dask certified; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -15 "$W/$f.txt"; }; done
 [ -f "$W/steps.txt" ] && { echo "== time split =="; cat "$W/steps.txt"; }
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }

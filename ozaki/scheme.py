@@ -555,18 +555,30 @@ def error_bounds(xp, A_rows, Bt_rows, plan, batch):
         return (t1 + t2 + t3) * (1.0 + 2.0 ** -48) + 2.0 ** -1071
 
 
-def certified_entries(xp, C, delta, ieee):
+def gaps(xp, a, fmt):
+    """The smaller gap beside each |C| = ``a`` (float64, holding C exactly) to its
+    neighbours in C's format ``fmt`` (np.finfo of float64 or float32): the spacing
+    below a power of two is half the one above; zero's is the least subnormal.
+    Formed in float64 from frexp, never in float32 arithmetic: the device flushes
+    float32 subnormals to zero (cupy's nextafter on float32 C gave zero gaps)."""
+    mant, e = xp.frexp(a)                          # a = mant 2**e, mant in [0.5, 1)
+    least = fmt.minexp - fmt.nmant                 # the least subnormal's exponent
+    up = xp.ldexp(xp.ones_like(a), xp.maximum(e - fmt.nmant - 1, least))
+    below = (mant == 0.5) & (e - fmt.nmant - 2 >= least)
+    return xp.where(a == 0, 2.0 ** least, xp.where(below, 0.5 * up, up))
+
+
+def certified_entries(backend, C, delta, ieee):
     """Where C is provably faithful: 2 Delta below the smaller gap beside C (then the
     exact value lies strictly between C's neighbours in C's own format, float64 or
     float32), or ``ieee`` (entries decided by NaN/inf inputs).  A non-finite C from
     finite inputs (overflow) is not."""
-    a = xp.abs(C)
-    inf, zero = a.dtype.type(np.inf), a.dtype.type(0)       # C's format, on numpy and cupy alike
-    with np.errstate(invalid="ignore"):                     # inf - inf at non-finite C: not certified
-        up = xp.nextafter(a, inf) - a
-        down = a - xp.nextafter(a, zero)
-    gap = xp.where(a == 0, up, xp.minimum(up, down))
-    return ieee | (xp.isfinite(C) & (2.0 * delta < gap))
+    xp = backend.xp
+    wide = C if C.dtype == np.float64 else backend.widen(C)       # exactly, subnormals kept
+    a = xp.abs(wide)
+    finite = xp.isfinite(a)
+    gap = gaps(xp, xp.where(finite, a, 0.0), np.finfo(C.dtype))
+    return ieee | (finite & (2.0 * delta < gap))
 
 
 # Failing entries are recomputed in exact mode by blocks: runs of R failing rows,
@@ -600,17 +612,18 @@ def _recompute_blocks(xp, bad, k):
     return [(rows[i:i + R], xp.flatnonzero(failing_rows[i:i + R].any(axis=0))) for i in range(0, rows.size, R)]
 
 
-def _certify(xp, A, B, C, A_rows, Bt_rows, plan, batch, recompute):
+def _certify(backend, A, B, C, A_rows, Bt_rows, plan, batch, recompute):
     """Keep the entries of the parts C (batch, m, n) that certified_entries proves
     faithful; recompute the rest with ``recompute(A_sub, B_sub)`` (exact mode) on
     the blocks of _recompute_blocks, matrix by matrix."""
+    xp = backend.xp
     m, n = C[0].shape[1:]
     delta = error_bounds(xp, A_rows, Bt_rows, plan, batch)
     fa, fb = plan.flags
     ieee = ((fa & 1).reshape(batch, m, 1) != 0) | ((fb & 1).reshape(batch, 1, n) != 0)
-    bad = ~certified_entries(xp, C[0], delta, ieee)
+    bad = ~certified_entries(backend, C[0], delta, ieee)
     for c in C[1:]:
-        bad |= ~certified_entries(xp, c, delta, ieee)
+        bad |= ~certified_entries(backend, c, delta, ieee)
     per_matrix = bad.reshape(batch, -1).sum(axis=1)
     failing = xp.flatnonzero(per_matrix)                   # a host sync
     counts = {"entries": batch * m * n, "failing": int(per_matrix.sum()), "recomputed": 0, "blocks": 0}
@@ -755,7 +768,7 @@ def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate
         else:
             C[0][g] = _ieee_fixups(xp, A[g], B[g], C[0][g], found)
     if mode == "certified":
-        C = _certify(xp, A, B, C, A_plan, Bt_plan, plan, batch,
+        C = _certify(backend, A, B, C, A_plan, Bt_plan, plan, batch,
                      lambda a, b: matmul_stack(a, b, "exact", None, backend, workspace, substrate, path, out_dtype))
     return _complex(xp, *C) if complex_ else C[0]
 

@@ -156,3 +156,23 @@ def test_recompute_blocks_cover_the_failures(rng):
         assert not (bad & ~covered).any()
         if call == 0:
             assert sum(r.size * c.size for r, c in blocks) == bad.sum()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gaps_are_nextafters(rng, dtype):
+    """scheme.gaps (float64 arithmetic only) equals the smaller numpy nextafter gap in C's
+    own format on zeros, subnormals, binade edges, the largest finite value and random bits."""
+    fi = np.finfo(dtype)
+    ints = np.int64 if dtype == np.float64 else np.int32
+    edges = np.array([0.0, fi.smallest_subnormal, 2 * fi.smallest_subnormal, fi.tiny, 2 * fi.tiny,
+                      np.nextafter(fi.tiny, dtype(0)), 1.0, 2.0, 3.0, fi.max / 2, np.nextafter(fi.max, dtype(0))],
+                     dtype=dtype)
+    bits = rng.integers(0, np.iinfo(ints).max, 4096, dtype=np.int64).astype(ints).view(dtype)
+    a = np.abs(np.concatenate([edges, bits, np.ldexp(dtype(1), np.arange(fi.minexp - fi.nmant, fi.maxexp - 1))
+                               .astype(dtype)]))
+    a = a[np.isfinite(a)]
+    with np.errstate(over="ignore"):
+        up = np.nextafter(a, dtype(np.inf)) - a
+        down = a - np.nextafter(a, dtype(0))
+    want = np.where(a == 0, up, np.minimum(up, down)).astype(np.float64)
+    assert np.array_equal(scheme.gaps(np, a.astype(np.float64), fi), want)

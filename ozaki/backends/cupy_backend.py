@@ -63,16 +63,26 @@ def default_workspace():
 GEMM_BATCHED = False
 
 
-# float32 bits -> the same value in float64.  Read off the bits: the device's
-# float conversions flushed float32 subnormals to zero (runs 896b51e, a15af3b),
-# so a subnormal (biased exponent 0) is formed as its fraction times 2**-149 in
-# double arithmetic, which keeps subnormals.
+# float32 bits -> the same value in float64, built from the bits: the device's
+# float conversions flushed float32 subnormals to zero (runs 896b51e, a15af3b)
+# and made every NaN the canonical one.  A subnormal is its fraction times
+# 2**-149, formed in double arithmetic (which keeps subnormals); a normal gets
+# the rebiased exponent; NaN and inf keep their fraction bits, a signalling NaN
+# is quieted (bit 51), as the host's conversion (numpy's astype) does.
 _WIDEN_F32 = cupy.ElementwiseKernel(
     "int32 b", "float64 x",
     """
-    bool tiny = ((b >> 23) & 0xFF) == 0;
-    double v = tiny ? ldexp((double)(b & 0x7FFFFF), -149) : (double)__int_as_float(b);
-    x = tiny && b < 0 ? -v : v;
+    unsigned long long sign = b < 0 ? 0x8000000000000000ULL : 0ULL;
+    unsigned long long frac = (unsigned long long)(b & 0x7FFFFF);
+    int e = (b >> 23) & 0xFF;
+    if (e == 0) {
+        double v = ldexp((double)frac, -149);
+        x = b < 0 ? -v : v;
+    } else if (e == 0xFF) {
+        x = __longlong_as_double(sign | 0x7FF0000000000000ULL | (frac << 29) | (frac ? 1ULL << 51 : 0ULL));
+    } else {
+        x = __longlong_as_double(sign | ((unsigned long long)(e + 896) << 52) | (frac << 29));
+    }
     """,
     "ozaki_widen_f32")
 
