@@ -43,14 +43,31 @@ def run(n, family, calls, repeats):
     return rows
 
 
+def profile(n, family):
+    import cProfile
+    import pstats
+    import cupy
+    rng = np.random.default_rng(20261203)
+    A, B = (cupy.asarray(draw(rng, family, (n, n))) for _ in range(2))
+    ozaki.matmul(A, B, mode="certified")
+    cupy.cuda.Device().synchronize()
+    prof = cProfile.Profile()
+    prof.runcall(lambda: (ozaki.matmul(A, B, mode="certified"), cupy.cuda.Device().synchronize()))
+    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=16384)
     ap.add_argument("--families", nargs="+", default=["normal"])
     ap.add_argument("--calls", type=int, nargs="+", default=[32, 35, 38, 41])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--profile", action="store_true",
+                    help="only profile one certified product with cProfile (run with CUDA_LAUNCH_BLOCKING=1)")
     ap.add_argument("--out", default="bench/results/certified.json")
     a = ap.parse_args(argv)
+    if a.profile:
+        return profile(a.n, a.families[0])
     rows = [r for f in a.families for r in run(a.n, f, a.calls, a.repeats)]
     common.write_json(a.out, {"meta": common.meta(), "rows": rows})
 

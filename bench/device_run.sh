@@ -10,6 +10,7 @@
 #   open   the GPU tests of the last changes, certified and exact mode at n = 16384 on
 #          N(0,1) and phi = 1, 3, 6 with the fraction recomputed, the dask product at 49152
 #   prepared  every GPU test in two timed groups, certified and exact mode at n = 16384
+#   why       cProfiles of fftn 128^3 and of a certified 16384^2 product, fftn on the cuBLAS path
 #   benches   GPU tests of the last fixes, certified's time split, FFT and linalg (prepared operands)
 # (Older profiles are in git history: quick, probe, last, check, final, fft, extra.)
 set -u
@@ -76,6 +77,11 @@ elif [ "$profile" = benches ]; then   # the GPU tests the last run lost, certifi
     stage certified 50 python3 -m bench.certified --n 16384 --calls 35 38 41 --repeats 2 --out "$W/certified.json"
     stage fft 90 python3 -m bench.fft --cubes 128 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
     stage linalg 110 python3 -m bench.linalg --sizes 16384 --out "$W/linalg.json"
+elif [ "$profile" = why ]; then      # where 3-D FFTs and certified products spend their time
+    stage gpu_f32 40 python3 -m pytest -q -m gpu tests/backends/test_cupy_float32.py -k widen -p no:cacheprovider
+    stage fft_profile 60 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.fft --profile 128
+    stage fft_cublas 50 python3 -m bench.fft --cubes 128 --sizes --repeats 2 --path cublas --out "$W/fft_cublas.json"
+    stage certified_profile 60 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.certified --profile
 else
     # The verification suite is mostly CPU work (fraction references): it runs beside the
     # GPU tests, and the timed benchmarks start only when both are done.

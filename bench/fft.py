@@ -37,8 +37,16 @@ def main(argv=None):
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="only profile one N^3 fftn with cProfile (run with CUDA_LAUNCH_BLOCKING=1 so "
                          "that GPU time lands on the Python call that launched it)")
+    ap.add_argument("--path", choices=["auto", "fused", "cublas"], default="auto",
+                    help="the GPU path of the transforms' products (ozaki.config(path=...))")
     ap.add_argument("--out", default="bench/results/fft.json")
     a = ap.parse_args(argv)
+    import ozaki
+    with ozaki.config(path=a.path):
+        return run(a, cupy)
+
+
+def run(a, cupy):
     rng = np.random.default_rng(5)
     rows = []
     if a.profile:
@@ -50,6 +58,7 @@ def main(argv=None):
         prof = cProfile.Profile()
         prof.runcall(lambda: (of.fftn(d), cupy.cuda.Device().synchronize()))
         pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
         return
 
     def record(row):                   # written after every row: a later size may run out of time
