@@ -177,9 +177,7 @@ def _sum_squares_block(x, e, columns):
 def _fast_bottoms_block(sumsq, e, bits):
     """scheme.plan_fast's bottoms from the whole rows' sums of squares."""
     xp = backend_for(sumsq).xp
-    bitlen = scheme._frexp_exponent(xp, sumsq.astype(xp.float64))      # sumsq < 2**bitlen
-    t = (bitlen + 1) // 2 - e                                           # ||X_i|| < 2**t
-    return xp.where(sumsq == 0, 0, t - bits)
+    return scheme.fast_bottoms(xp, (scheme.norm_exponents(xp, sumsq, e), sumsq == 0, None), bits)[0]
 
 
 def _bound_block(a, b, ea, eb):

@@ -176,11 +176,16 @@ def fast_bits(m):
     return L // 2, L - L // 2
 
 
+def norm_exponents(xp, sumsq, e):
+    """t with ||X_i|| < 2**t_i, from each row's sum of squared ceilings at scale 2**e_i."""
+    bitlen = _frexp_exponent(xp, sumsq.astype(xp.float64))          # sumsq < 2**bitlen
+    return (bitlen + 1) // 2 - e
+
+
 def fast_side(xp, backend, X):
     """Fast mode's facts of one side, independent of m: (t, zero rows, flags), ||X_i|| < 2**t_i."""
     _, flags, e, _, sumsq = backend.scan_rows(X, 15, sum_squares=True)
-    bitlen = _frexp_exponent(xp, sumsq.astype(xp.float64))          # sumsq < 2**bitlen
-    return (bitlen + 1) // 2 - e, sumsq == 0, flags
+    return norm_exponents(xp, sumsq, e), sumsq == 0, flags
 
 
 def fast_bottoms(xp, side, bits):
