@@ -132,7 +132,7 @@ def finish(out, fix, kind, N, sign, original):
     if rows.size == 0:
         return out
     data = original[rows]
-    result = out[rows].copy()
+    result = out[rows]                                           # a copy: rows is an index array
     values = [result] if kind == "c2r" else [result.real.copy(), result.imag.copy()]
     inputs = _inputs_2d(data, kind, N, xp)
     for o, terms in enumerate(_TERMS[kind]):
@@ -170,9 +170,7 @@ def _zero_rule(r, k, o, terms, inputs, kind, N, sign, xp=np):
             continue
         nz = v != 0
         has = nz.any(axis=1)
-        first = xp.argmax(nz.astype(np.int8), axis=1)                 # int8: argmax of bools
-        last = nz.shape[1] - 1 - xp.argmax(nz[:, ::-1].astype(np.int8), axis=1)
-        for w in (first, last):
+        for w in (xp.argmax(nz, axis=1), nz.shape[1] - 1 - xp.argmax(nz[:, ::-1], axis=1)):
             j = (k * n[w[r]]) % N
             c, s = _signs(j, N, xp)
             open_ &= ~(has[r] & ((c if ctype == "c" else s) != 0))
