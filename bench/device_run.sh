@@ -11,7 +11,8 @@
 #          N(0,1) and phi = 1, 3, 6 with the fraction recomputed, the dask product at 49152
 #   prepared  every GPU test in two timed groups, certified and exact mode at n = 16384
 #   why       cProfiles of fftn 128^3 and of a certified 16384^2 product, fftn on the cuBLAS path
-#   last      GPU FFT and certified tests, FFT benchmark, certified's time at 16384
+#   last      GPU FFT and certified tests, FFT benchmark, certified's time at 16384, the FFT issue's
+#             table (512^3 fftn and rfftn, a batch of 4096 x 1024, 2^24)
 #   benches   GPU tests of the last fixes, certified's time split, FFT and linalg (prepared operands)
 # (Older profiles are in git history: quick, probe, last, check, final, fft, extra.)
 set -u
@@ -88,6 +89,8 @@ elif [ "$profile" = last ]; then     # the FFT's zero signs on the device, certi
         -p no:cacheprovider --junitxml="$W/gpu_fft.xml"
     stage fft 60 python3 -m bench.fft --cubes 128 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
     stage certified 40 python3 -m bench.certified --n 16384 --calls 38 --repeats 2 --out "$W/certified.json"
+    stage fft_table 150 python3 -m bench.fft --cubes 512 --real-cubes 512 --batches 4096x1024 --sizes 16777216 \
+        --repeats 2 --out "$W/fft_table.json"
 else
     # The verification suite is mostly CPU work (fraction references): it runs beside the
     # GPU tests, and the timed benchmarks start only when both are done.

@@ -1,6 +1,7 @@
 """FFT benchmark: cuFFT (cupy.fft) vs ozaki.fft on the same inputs, one run, CUDA events.
 
     python -m bench.fft --sizes 1048576 --cubes 256 --out bench/results/fft.json
+    python -m bench.fft --cubes 512 --real-cubes 512 --batches 4096x1024 --sizes 16777216
 
 Each row also splits one transform's time over the pipeline steps (residues,
 GEMMs, epilogue, ...: bench.common.step_split), the rest being the FFT's own
@@ -28,6 +29,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", type=int, nargs="*", default=[1 << 20])
     ap.add_argument("--cubes", type=int, nargs="*", default=[256])
+    ap.add_argument("--batches", nargs="*", default=[], metavar="BxN",
+                    help="batches of B 1-D transforms of N points (one fft along the last axis)")
+    ap.add_argument("--real-cubes", type=int, nargs="*", default=[], metavar="N",
+                    help="rfftn of real N^3 data against cupy.fft.rfftn")
     ap.add_argument("--bins", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--max-l2-size", type=int, default=1 << 20,
@@ -66,9 +71,9 @@ def run(a, cupy):
         print(row, flush=True)
         common.write_json(a.out, {"meta": common.meta(), "rows": rows})
 
-    def timed(f, d):
-        """(cuFFT ms, ours ms, our time split, our result)."""
-        g = cupy.fft.fftn if d.ndim > 1 else cupy.fft.fft
+    def timed(f, d, g=None):
+        """(cuFFT ms, ours ms, our time split, our result); g: cuFFT's function (default by ndim)."""
+        g = g or (cupy.fft.fftn if d.ndim > 1 else cupy.fft.fft)
         t_cufft, _ = common.time_gpu(lambda: g(d), repeats=a.repeats)
         if a.single:                   # one run: its split, time and error (first call: compiles included)
             split, result = common.step_split(lambda: f(d))
@@ -82,6 +87,19 @@ def run(a, cupy):
         t_cufft, t_ours, split, ours = timed(of.fftn, d)
         record({"shape": [n, n, n], "cufft_ms": t_cufft, "ozaki_ms": t_ours, "ratio": t_cufft / t_ours,
                 "rel_diff_to_cufft": rel_diff(ours, cupy.fft.fftn(d)), "split_ms": split})
+        del d, ours
+    for n in a.real_cubes:
+        d = cupy.asarray(rng.random((n, n, n)) - 0.5)
+        t_cufft, t_ours, split, ours = timed(of.rfftn, d, cupy.fft.rfftn)
+        record({"shape": [n, n, n], "kind": "rfftn", "cufft_ms": t_cufft, "ozaki_ms": t_ours,
+                "ratio": t_cufft / t_ours, "rel_diff_to_cufft": rel_diff(ours, cupy.fft.rfftn(d)), "split_ms": split})
+        del d, ours
+    for spec in a.batches:
+        B, N = (int(v) for v in spec.lower().split("x"))
+        d = cupy.asarray(rng.random((B, N)) - 0.5 + 1j * (rng.random((B, N)) - 0.5))
+        t_cufft, t_ours, split, ours = timed(of.fft, d, cupy.fft.fft)
+        record({"shape": [B, N], "kind": "batch of fft", "cufft_ms": t_cufft, "ozaki_ms": t_ours,
+                "ratio": t_cufft / t_ours, "rel_diff_to_cufft": rel_diff(ours, cupy.fft.fft(d)), "split_ms": split})
         del d, ours
     for N in a.sizes:
         x = rng.random(N) - 0.5 + 1j * (rng.random(N) - 0.5)
