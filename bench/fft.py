@@ -25,7 +25,6 @@ def rel_diff(ours, cufft):
 
 
 def main(argv=None):
-    import cupy
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", type=int, nargs="*", default=[1 << 20])
     ap.add_argument("--cubes", type=int, nargs="*", default=[256])
@@ -46,6 +45,7 @@ def main(argv=None):
                     help="the GPU path of the transforms' products (ozaki.config(path=...))")
     ap.add_argument("--out", default="bench/results/fft.json")
     a = ap.parse_args(argv)
+    import cupy
     import ozaki
     with ozaki.config(path=a.path):
         return run(a, cupy)
