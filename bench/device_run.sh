@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: GPU tests, the time split, the GEMM benchmark, FFT and the
 # verification suite with its report; everything in $OUT/results.tgz, a short table last.
-# Usage (device tool): OZAKI_COMMIT=<sha> bash bench/device_run.sh [quick|full]
+# Usage (device tool): OZAKI_COMMIT=<sha> bash bench/device_run.sh [PROFILE]   (default full)
 #   full   all of it: GEMM n = 1024..16384, ZGEMM, FFT, verify --profile full  (under 10 min)
 #   fused  tile sweep, fused/cuBLAS crossover table and host profile, all GPU tests under the chosen
 #          tiles, linalg, dask and FFT benchmarks  (under 9 min; wheels for dask in .whl)
@@ -14,8 +14,13 @@
 #   last      GPU FFT and certified tests, FFT benchmark, certified's time at 16384, the FFT issue's
 #             table (512^3 fftn and rfftn, a batch of 4096 x 1024, 2^24)
 #   benches   GPU tests of the last fixes, certified's time split, FFT and linalg (prepared operands)
-# (Older profiles are in git history: quick, probe, last, check, final, fft, extra.)
+# (Older profiles are in git history: quick, probe, check, final, fft, extra; an unknown name stops.)
 set -u
+profile=${1:-full}
+case "$profile" in
+    full|fused|diag|close|open|prepared|why|last|benches) ;;
+    *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
+esac
 OUT=${OUT:-bench/results/out}
 W=$(mktemp -d)
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
@@ -24,7 +29,6 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
         && export PYTHONPATH=$PWD:/tmp/site
 fi
-profile=${1:-full}
 stage() {   # stage NAME SECONDS CMD...: run with a time limit, log to $W/NAME.txt
     local name=$1 limit=$2; shift 2
     local t0=$(date +%s)

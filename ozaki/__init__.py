@@ -204,19 +204,27 @@ def _wide(rt):
     return np.dtype(np.complex128 if rt.kind == "c" else np.float64)
 
 
+def widened(x, dtype):
+    """x as ``dtype`` (float64 or complex128), exactly for every dtype it holds: float32 and
+    complex64 through the backend's ``widen`` step first (the device's float conversions
+    flush float32 subnormals to zero), the rest by astype.  Used by every entry point:
+    matmul/dot, ozaki.dask, ozaki.fft and ozaki.linalg."""
+    if x.dtype in (np.float32, np.complex64):
+        x = backend_for(x).widen(x)
+    return x.astype(dtype, copy=False)
+
+
 def _as_float(x, rt, name, label):
     """x as float64/complex128 (the result kind rt), refusing integers float64 cannot hold."""
     rt = _wide(rt)
     if x.dtype == rt:
         return x
-    if x.dtype in (np.float32, np.complex64) and (x.dtype.kind == "c") == (rt.kind == "c"):
-        return backend_for(x).widen(x)
     if x.dtype.kind in "iu" and x.dtype.itemsize == 8 and x.size:
         xp = _xp(x)
         if bool(xp.any(xp.abs(x.astype(xp.float64)) > 2.0 ** 53)):
             raise TypeError(f"ozaki.{name}: {label} ({x.dtype}) has integers beyond 2**53, "
                             "which float64 cannot hold exactly")
-    return x.astype(rt)
+    return widened(x, rt)
 
 
 # --- shapes -----------------------------------------------------------------------------------
@@ -560,7 +568,8 @@ def prepare(a, side="right", *, mode=None, num_moduli=None):
     Parameters
     ----------
     a : numpy or cupy array, 2-D (a matrix) or 3-D (a stack of matrices)
-        float64 or complex128, or a dtype they hold exactly.  It is kept, not
+        floating or complex: float64 or complex128, or a narrower float type
+        (integers raise TypeError).  It is kept, not
         copied (float32, complex64 and narrower are kept widened exactly): do
         not change it while the Prepared is in use.  The products' result
         type is numpy's for a's dtype and the other operand's: float32 x
@@ -587,7 +596,7 @@ def prepare(a, side="right", *, mode=None, num_moduli=None):
     a = a if _is_cupy(a) else np.asarray(a)
     if a.ndim not in (2, 3):
         raise ValueError(f"prepare: a must be 2-D or 3-D, got {a.ndim}-D")
-    rt = _result_dtype(a, a, "matmul")
+    rt = _result_dtype(a, a, "prepare")
     if rt.kind not in "fc":
         raise TypeError(f"prepare: a must be a floating or complex array, got {a.dtype}")
     a = _as_float(a, rt, "prepare", "a")

@@ -68,7 +68,7 @@ import functools
 import dask.array as da
 import numpy as np
 
-from . import backend_for, crt, get_config, scheme
+from . import _as_float as _as_float_array, backend_for, crt, get_config, scheme
 from . import _result_dtype as _matmul_result_dtype, _wide
 from . import fft as _ozfft
 from . import gemm as substrates
@@ -547,13 +547,9 @@ def _result_dtype(a, b):
 
 
 def _as_float_block(x, rt, label):
-    """A block as float64/complex128, refusing integers float64 cannot hold."""
-    if x.dtype.kind in "iu" and x.dtype.itemsize == 8 and x.size:
-        xp = backend_for(x).xp
-        if bool(xp.any(xp.abs(x.astype(xp.float64)) > 2.0 ** 53)):
-            raise TypeError(f"ozaki.dask.matmul: {label} ({x.dtype}) has integers beyond 2**53, "
-                            "which float64 cannot hold exactly")
-    return x.astype(rt)
+    """A block as float64/complex128 (ozaki.matmul's conversion: exact, integers float64
+    cannot hold refused)."""
+    return _as_float_array(x, rt, "dask.matmul", label)
 
 
 def _as_float(x, rt, label):

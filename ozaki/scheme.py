@@ -30,8 +30,10 @@ RN(A'B' 2**(beta_i + beta_j)) for its own integers A', B'; ozaki.reference
 computes that independently.  Complex products run the same steps on the real
 and imaginary parts with three GEMMs per modulus (product_finite); stacks of
 matrices run through them at once (matmul_stack).  ``plan`` is shared by both backends (it only
-uses array-module reductions); the backends implement ``residues``,
-``add_residues`` (complex), ``gemm`` and ``epilogue``, and ``choose_path``;
+uses array-module reductions); the backends implement ``split``, ``scan_rows``,
+``bound_bottoms`` and ``flags_found`` (the plan's steps), ``residues``,
+``add_residues`` (complex), ``gemm`` and ``epilogue``, ``widen`` (exact float32
+-> float64, used by the entry points before this module), and ``choose_path``;
 the GPU backend also ``fused_product`` (gemm and epilogue in one kernel) and
 ``bound_maxima`` (the bound GEMM's maxima on chip), which "fused" paths use.
 """
@@ -594,7 +596,8 @@ def certified_entries(backend, C, delta, ieee):
 CERTIFY_CALL = 2 ** 35
 CERTIFY_ROWS = (4096, 1024, 256, 64, 16)
 # What the last certified product did: entries (of the output), failing (not
-# certified), recomputed (entries in the recomputed blocks), blocks; for benchmarks.
+# certified), recomputed (entries in the recomputed blocks), blocks; for benchmarks
+# (reset by each certified matmul_stack; one process-wide record, not per thread).
 certify_counts = {"entries": 0, "failing": 0, "recomputed": 0, "blocks": 0}
 
 
@@ -631,19 +634,19 @@ def _certify(backend, A, B, C, A_rows, Bt_rows, plan, batch, recompute):
         bad |= ~certified_entries(backend, c, delta, ieee)
     # rows first, then matrices: one reduction over a whole matrix's m n entries per
     # output ran in one block (193 ms of a certified 16384^2 product on the H200)
-    per_matrix = bad.sum(axis=2).sum(axis=1)
-    failing = xp.flatnonzero(per_matrix)                   # a host sync
-    counts = {"entries": batch * m * n, "failing": int(per_matrix.sum()), "recomputed": 0, "blocks": 0}
-    for g in failing.tolist():
+    per_matrix = bad.sum(axis=2).sum(axis=1).tolist()      # the host sync
+    counts = {"entries": batch * m * n, "failing": sum(per_matrix), "recomputed": 0, "blocks": 0}
+    for g in (g for g, count in enumerate(per_matrix) if count):
         for rows, cols in _recompute_blocks(xp, bad[g], A.shape[2]):
             sub = recompute(A[g][rows][None], B[g][:, cols][None])[0]
             at = xp.ix_(rows, cols)
             keep = bad[g][at]
             for c, part in zip(C, [sub.real, sub.imag] if len(C) == 2 else [sub]):
                 c[g][at] = xp.where(keep, part, c[g][at])
-            counts["recomputed"] += rows.size * cols.size
+            counts["recomputed"] += int(rows.size) * int(cols.size)
             counts["blocks"] += 1
-    certify_counts.update(counts)
+    for key, count in counts.items():              # summed over the pieces of one matmul_stack
+        certify_counts[key] += count
     return C
 
 
@@ -697,6 +700,8 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int
     xp = backend.xp
     batch, m, k = A.shape
     n = B.shape[2]
+    if mode == "certified":
+        certify_counts.update(dict.fromkeys(certify_counts, 0))
     workspace = workspace or backend.default_workspace()
     complex_ = A.dtype.kind == "c"                 # A may be a Prepared operand
     out_dtype = np.dtype(A.dtype if out_dtype is None else out_dtype)

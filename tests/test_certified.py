@@ -133,6 +133,17 @@ def test_recomputed_by_row_blocks(rng, monkeypatch):
     counts = scheme.certify_counts
     assert counts["entries"] == 63
     assert 0 < counts["failing"] <= counts["recomputed"] <= 63
+    assert counts["recomputed"] <= 2 * 7 * counts["blocks"]        # at most two rows (of 7 columns) a block
+
+
+def test_counts_add_over_the_pieces_of_a_stack(rng):
+    """A stack too big for the workspace runs in pieces; certify_counts covers all of them."""
+    A, B = inputs.wide(rng, (4, 9, 40), 300), inputs.wide(rng, (4, 40, 7), 300)
+    with ozaki.config(workspace=4096):
+        C = ozaki.matmul(A, B, mode="certified")
+    for g in range(4):
+        all_faithful(C[g], A[g], B[g])
+    assert scheme.certify_counts["entries"] == 4 * 9 * 7
 
 
 def test_recompute_blocks_cover_the_failures(rng):
@@ -156,6 +167,8 @@ def test_recompute_blocks_cover_the_failures(rng):
         assert not (bad & ~covered).any()
         if call == 0:
             assert sum(r.size * c.size for r, c in blocks) == bad.sum()
+        else:
+            assert len(blocks) == 1
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -165,10 +178,10 @@ def test_gaps_are_nextafters(rng, dtype):
     fi = np.finfo(dtype)
     ints = np.int64 if dtype == np.float64 else np.int32
     edges = np.array([0.0, fi.smallest_subnormal, 2 * fi.smallest_subnormal, fi.tiny, 2 * fi.tiny,
-                      np.nextafter(fi.tiny, dtype(0)), 1.0, 2.0, 3.0, fi.max / 2, np.nextafter(fi.max, dtype(0))],
-                     dtype=dtype)
+                      np.nextafter(fi.tiny, dtype(0)), 1.0, 2.0, 3.0, fi.max / 2, np.nextafter(fi.max, dtype(0)),
+                      fi.max], dtype=dtype)
     bits = rng.integers(0, np.iinfo(ints).max, 4096, dtype=np.int64).astype(ints).view(dtype)
-    a = np.abs(np.concatenate([edges, bits, np.ldexp(dtype(1), np.arange(fi.minexp - fi.nmant, fi.maxexp - 1))
+    a = np.abs(np.concatenate([edges, bits, np.ldexp(dtype(1), np.arange(fi.minexp - fi.nmant, fi.maxexp))
                                .astype(dtype)]))
     a = a[np.isfinite(a)]
     with np.errstate(over="ignore"):

@@ -67,13 +67,31 @@ def test_fast_prepared_is_the_reference_of_its_scaled_integers(rng):
 @pytest.mark.parametrize("mode", MODES)
 def test_reuse_with_other_data_and_spans(rng, mode):
     """One prepared operand, data of other spans (other slicings and moduli counts): each product
-    has the bits of its unprepared product; exact mode keeps one residue stack throughout."""
+    has the bits of its unprepared product."""
     B = inputs.wide(rng, (40, 12), 20)
     pb = ozaki.prepare(B, mode=mode)
     for spread in (0, 5, 60, 200, 900, 1):
         A = inputs.wide(rng, (8, 40), spread)
         assert same_bits(ozaki.matmul(A, pb), ozaki.matmul(A, B, mode=mode))
-    assert len(pb._ready.residue_stacks) == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_repeat_products_read_the_prepared_residues(rng, mode, monkeypatch):
+    """After the first product, a product with a prepared operand forms the residues of the
+    other operand only (the residue step sees A's 8 rows, never B's 12 columns), where the
+    unprepared product forms both; the bits are the same."""
+    A, B = inputs.normal(rng, (8, 40)), inputs.wide(rng, (40, 12), 20)
+    pb = ozaki.prepare(B, mode=mode)
+    ozaki.matmul(A, pb)                                   # the first product makes B's residues
+    rows_seen = []
+    real = numpy_backend.residues
+    monkeypatch.setattr(numpy_backend, "residues", lambda X, *a, **k: rows_seen.append(X.shape[0]) or real(X, *a, **k))
+    prepared = ozaki.matmul(A, pb)
+    prepared_rows, rows_seen[:] = list(rows_seen), []
+    plain = ozaki.matmul(A, B, mode=mode)
+    assert same_bits(prepared, plain)
+    assert prepared_rows and set(prepared_rows) == {8}
+    assert 12 in rows_seen
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -49,12 +49,8 @@ def _input(a, real_only=False):
                         "(extended precision is not supported)")
     if real_only and kind == "c":
         raise TypeError("ozaki.fft: input must be real (rfft and ihfft take real data)")
-    if a.dtype in (np.float32, np.complex64):      # exactly, float32 subnormals kept on the GPU too
-        from .. import backend_for
-        return backend_for(a).widen(a), a.dtype
-    if kind == "c":
-        return a.astype(np.complex128, copy=False), a.dtype
-    return a.astype(np.float64, copy=False), a.dtype
+    from .. import widened
+    return widened(a, np.complex128 if kind == "c" else np.float64), a.dtype
 
 
 def _result_dtype(dtype, complex_out):

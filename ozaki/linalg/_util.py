@@ -20,10 +20,8 @@ def as_float64(ns, x, name, check_finite=True):
         raise TypeError(f"ozaki.linalg: {name} has dtype {dt}, which float64 cannot hold exactly")
     if dt.kind in "iu" and dt.itemsize == 8 and x.size and bool(xp.any(xp.abs(x.astype(xp.float64)) > 2.0 ** 53)):
         raise TypeError(f"ozaki.linalg: {name} ({dt}) has integers beyond 2**53, which float64 cannot hold exactly")
-    if dt == np.float32:                          # exactly, float32 subnormals kept on the GPU too
-        from .. import backend_for
-        x = backend_for(x).widen(x)
-    x = x.astype(xp.float64, copy=False)
+    from .. import widened
+    x = widened(x, np.float64)
     if check_finite and x.size and not bool(xp.isfinite(x).all()):
         raise ValueError("array must not contain infs or NaNs")
     return x

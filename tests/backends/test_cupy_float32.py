@@ -116,9 +116,9 @@ def test_widen_keeps_every_float32(rng, dtype):
                       np.nextafter(F32(2.0 ** -126), F32(0)), np.finfo(F32).max, -np.finfo(F32).max], dtype=F32)
     noise = rng.integers(-2 ** 31, 2 ** 31, 4096, dtype=np.int64).astype(np.int32).view(F32)
     x = np.concatenate([tiny, -tiny, edges, noise])
-    x = x[: x.size // 2 * 2]                                          # pairs: the 2-D view below
     if dtype == np.complex64:
-        x = x.view(np.complex64)
+        x = x[: x.size // 2 * 2].view(np.complex64)
+    x = x[: x.size // 2 * 2]                                          # pairs: the 2-D view below
     for a in (x, x.reshape(-1, 2)[:, ::-1], x[:0], x[3]):
         a = np.asarray(a)
         assert same_bits(cupy.asnumpy(cupy_backend.widen(cupy.asarray(a))), a.astype(np.result_type(a, np.float64)))
@@ -131,3 +131,13 @@ def test_exact_mode_keeps_float32_subnormal_inputs(rng):
     A, B = near_ties(rng, 40, "subnormal")
     for path in PATHS:
         assert same_bits(on_path(path, A, B, mode="exact"), exact32(A, B))
+
+
+def test_mixed_kinds_keep_float32_subnormals(rng):
+    """float32 next to complex64: the real operand is widened from its bits before it
+    becomes complex, so its subnormal terms survive in exact mode (GPU bits == CPU bits)."""
+    from tests.test_float32 import near_ties
+    A, B = near_ties(rng, 40, "subnormal")
+    Bc = (B + 1j * B[::-1]).astype(np.complex64)
+    for path in PATHS:
+        assert same_bits(on_path(path, A, Bc, mode="exact"), ozaki.matmul(A, Bc, mode="exact"))
