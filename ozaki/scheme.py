@@ -529,7 +529,7 @@ def _abs_sum_ceilings(xp, X):
     return c.sum(axis=1).astype(xp.float64), e
 
 
-def error_bounds(xp, A_rows, Bt_rows, plan, batch):
+def error_bounds(xp, A_rows, Bt_rows, plan, batch, outer=True):
     """Delta (batch, m, n) float64 with |A B - C' 2**(beta_i + beta_j)| <= Delta per entry.
 
     ``A_rows`` (batch*m, K), ``Bt_rows`` (batch*n, K): the rows the plan scaled
@@ -538,9 +538,16 @@ def error_bounds(xp, A_rows, Bt_rows, plan, batch):
     when beta_i <= -1074, where the digit holds every bit), so each term obeys
     |ab - a'b'| <= |a||db| + |da||b| + |da||db|, and the entry's error
         Delta = 2**(beta_j - h) sum|a_i:| + 2**(beta_i - h) sum|b_:j| + K 2**(beta_i + beta_j - 2h).
-    Each term is one ldexp of an integer-ceiling sum at its combined exponent;
-    the few roundings (the int64 -> float64 conversion, subnormal results, the
-    sum of three terms) are covered by the factor 1 + 2**-48 and 2**-1071.
+    The terms are outer products: Delta = u_i v_j + w_i (z_j + K v_j) with
+    u = 2**-ea sum|a|, z = 2**-eb sum|b| (integer-ceiling sums at scales 2**e) and
+    the powers w = 2**(beta_i - h), v = 2**(beta_j - h) (0 where the digits are
+    exact).  When every factor is finite and u, z, z + K v are normal (or 0),
+    each factor is exact but for the rounding of z + K v, so two products and a
+    sum per entry give Delta; otherwise each term is one ldexp of its integer
+    sum at the combined exponent (several passes over the m n entries).  The few
+    roundings (the int64 -> float64 conversion, z + K v, subnormal results, the
+    sums) are covered by the factor 1 + 2**-48 and 2**-1071.  ``outer=False``
+    takes the ldexp form always (for the tests of both forms).
     """
     Sa, ea = _abs_sum_ceilings(xp, A_rows)
     Sb, eb = _abs_sum_ceilings(xp, Bt_rows)
@@ -555,10 +562,24 @@ def error_bounds(xp, A_rows, Bt_rows, plan, batch):
     def scaled(x, exponent):
         return xp.ldexp(x, xp.clip(exponent, -2200, 2200).astype(xp.int32))
 
+    K = float(A_rows.shape[1])
+    with np.errstate(over="ignore", under="ignore"):
+        u, z = scaled(Sa, -ea), scaled(Sb, -eb)
+        w = xp.where(exact_a, 0.0, scaled(xp.ones_like(Sa), ba))
+        v = xp.where(exact_b, 0.0, scaled(xp.ones_like(Sb), bb))
+        zv = z + K * v
+    tiny = 2.0 ** -1022
+
+    def normal(x):
+        return xp.all(xp.isfinite(x) & ((x == 0) | (x >= tiny)))
+
+    if outer and bool(normal(u) & normal(z) & normal(zv) & xp.all(xp.isfinite(w)) & xp.all(xp.isfinite(v))):
+        with np.errstate(over="ignore", under="ignore"):    # an infinite bound: recomputed
+            return (u * v + w * zv) * (1.0 + 2.0 ** -48) + 2.0 ** -1071
     with np.errstate(over="ignore"):                        # an infinite bound: recomputed
         t1 = xp.where(exact_b, 0.0, scaled(Sa, bb - ea))
         t2 = xp.where(exact_a, 0.0, scaled(Sb, ba - eb))
-        t3 = xp.where(exact_a | exact_b, 0.0, scaled(xp.full((1, 1, 1), float(A_rows.shape[1])), ba + bb))
+        t3 = xp.where(exact_a | exact_b, 0.0, scaled(xp.full((1, 1, 1), K), ba + bb))
         return (t1 + t2 + t3) * (1.0 + 2.0 ** -48) + 2.0 ** -1071
 
 
