@@ -169,6 +169,20 @@ def test_blocked_workspace_same_bits(rng, mode):
     assert same_bits(blocked, whole)
 
 
+def test_blocks_are_aligned():
+    """Blocks smaller than the whole dimension come in multiples of BLOCK_ALIGN (a block's
+    columns are its products' leading dimension), unless the budget holds fewer; never empty."""
+    p = scheme.Plan("accurate", 16, None, None, None, 1, 1, (), True)
+    for m, n, k, workspace in [(49152, 49152, 49152, 30 << 30), (40000, 30000, 4096, 3 << 30),
+                               (5000, 5000, 5000, 1 << 20), (37, 23, 50, 20000)]:
+        mb, nb = scheme.blocks(m, n, k, p, workspace)
+        for size, b in ((m, mb), (n, nb)):
+            assert 1 <= b <= size
+            assert b == size or b % scheme.BLOCK_ALIGN == 0 or b < scheme.BLOCK_ALIGN
+    mb, nb = scheme.blocks(49152, 49152, 49152, p, 30 << 30)
+    assert mb % scheme.BLOCK_ALIGN == 0 and nb % scheme.BLOCK_ALIGN == 0 and mb < 49152
+
+
 @pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
 def test_stack_equals_each(rng, mode):
     """A stack goes through the pipeline at once; every matrix gets the bits of its own product."""
