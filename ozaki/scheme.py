@@ -413,9 +413,10 @@ def blocks(m, n, k, plan, workspace, complex_=False, fused=False):
 
 # Blocks smaller than the whole dimension are cut at multiples of this: a block's
 # columns are the leading dimension of its int32 products, and cuBLAS's int8
-# kernels need aligned leading dimensions and pointers (an n = 49152 product
-# blocked at arbitrary sizes ran at 0.46x native on the H200, run a15af3b,
-# against 1.44x unblocked at 32768).
+# kernels want aligned leading dimensions and pointers.  (Suspected, not yet
+# measured, as the cause of an n = 49152 product blocked at arbitrary sizes
+# running at 0.46x native on the H200, run a15af3b, against 1.44x unblocked at
+# n = 32768; device_run.sh last times it again.)
 BLOCK_ALIGN = 256
 
 
