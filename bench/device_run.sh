@@ -89,8 +89,9 @@ elif [ "$profile" = why ]; then      # where 3-D FFTs and certified products spe
     stage fft_cublas 50 python3 -m bench.fft --cubes 128 --sizes --repeats 2 --path cublas --out "$W/fft_cublas.json"
     stage certified_profile 60 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.certified --profile
 elif [ "$profile" = last ]; then     # the FFT's zero signs on the device, certified's reduction
-    stage gpu_fft 80 python3 -m pytest -q --durations=5 -m gpu tests/fft/test_fft_gpu.py tests/test_certified.py \
-        -p no:cacheprovider --junitxml="$W/gpu_fft.xml"
+    stage gpu_last 150 python3 -m pytest -q --durations=5 -m gpu tests/fft/test_fft_gpu.py tests/test_certified.py \
+        tests/backends/test_cupy_float32.py tests/backends/test_prepared_gpu.py tests/test_dask.py \
+        -p no:cacheprovider --junitxml="$W/gpu_last.xml"
     stage fft 60 python3 -m bench.fft --cubes 128 256 --sizes 65536 1048576 --repeats 2 --out "$W/fft.json"
     stage certified 40 python3 -m bench.certified --n 16384 --calls 38 --repeats 2 --out "$W/certified.json"
     stage fft_table 150 python3 -m bench.fft --cubes 512 --real-cubes 512 --batches 4096x1024 --sizes 16777216 \
