@@ -35,7 +35,10 @@ def test_rcond_matches_lapack_gecon(rng, cond):
     lapack = scipy.linalg.lapack.dgecon(lu, np.abs(a).sum(axis=0).max())[0]
     true = 1 / (np.abs(a).sum(axis=0).max() * np.abs(np.linalg.inv(a)).sum(axis=0).max())
     slack = min(0.1, 1e3 * cond * np.finfo(float).eps)          # numpy's inverse is good to ~cond * eps
-    assert ours >= true * (1 - slack) and ours <= 3 * true      # a lower bound of the norm: rcond >= true
+    assert ours >= true * (1 - slack)                            # a lower bound of the norm: rcond >= true
+    # The estimate is usually within 3x, not always: on one 30 x 30 cond-1e14 draw both ours and
+    # LAPACK's dgecon were 3.6x the true rcond (seed 253610260387579222694848830967090007933).
+    assert ours <= 10 * true
     assert ours == pytest.approx(lapack, rel=2.0)
 
 
