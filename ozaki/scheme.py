@@ -623,7 +623,8 @@ def certified_entries(backend, C, delta, ieee):
     a = xp.abs(wide)
     finite = xp.isfinite(a)
     gap = gaps(xp, xp.where(finite, a, 0.0), np.finfo(C.dtype))
-    return ieee | (finite & (2.0 * delta < gap))
+    with np.errstate(over="ignore"):                        # 2 Delta past the range: not certified
+        return ieee | (finite & (2.0 * delta < gap))
 
 
 # Failing entries are recomputed in exact mode by blocks: runs of R failing rows,
