@@ -443,9 +443,8 @@ def _plan(a, b, mode, num_moduli, dtype):
     m = scheme.default_num_moduli(mode, parts * k, dtype) if num_moduli is None else num_moduli
     crt.moduli(m)                                     # validates the count
     if mode == "fast":
-        L = crt.usable_bits(m)
         bottoms = []
-        for x, stats, bits, (out, ind) in ((a, sa, L // 2, ("ic", "ic")), (b, sb, L - L // 2, ("jc", "cj"))):
+        for x, stats, bits, (out, ind) in zip((a, b), (sa, sb), scheme.fast_bits(m), (("ic", "ic"), ("jc", "cj"))):
             e = _per_row(_ceil_exponent_block, stats, 15)
             sq = da.blockwise(_sum_squares_block, out, x, ind, e, out[0], out == "jc", None,
                               adjust_chunks={"c": 1}, dtype=np.int64, meta=_meta(x, 2, np.int64))

@@ -18,10 +18,8 @@ def as_float64(ns, x, name, check_finite=True):
         raise TypeError(f"ozaki.linalg: {name} has unsupported dtype {dt}")
     if dt.kind == "f" and dt.itemsize > 8:
         raise TypeError(f"ozaki.linalg: {name} has dtype {dt}, which float64 cannot hold exactly")
-    if dt.kind in "iu" and dt.itemsize == 8 and x.size and bool(xp.any(xp.abs(x.astype(xp.float64)) > 2.0 ** 53)):
-        raise TypeError(f"ozaki.linalg: {name} ({dt}) has integers beyond 2**53, which float64 cannot hold exactly")
-    from .. import widened
-    x = widened(x, np.float64)
+    from .. import _as_float                      # exact widening; integers beyond 2**53 refused
+    x = _as_float(x, np.dtype(np.float64), "linalg", name)
     if check_finite and x.size and not bool(xp.isfinite(x).all()):
         raise ValueError("array must not contain infs or NaNs")
     return x
