@@ -125,6 +125,6 @@ for f in linalg dask certified; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
 [ -f "$W/fft_profile.txt" ] && { echo "== FFT profile =="; head -45 "$W/fft_profile.txt"; }
-ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_2to24.txt "$W"/fft_512.txt 2>/dev/null; }
+ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_table.txt "$W"/fft_cublas.txt 2>/dev/null; }
 [ -f "$W/verify.txt" ] && { echo "== verify =="; grep -E "FAIL|fail|verify:" "$W/verify.txt" | tail -8; }
 } | tee "$OUT/summary.txt"
