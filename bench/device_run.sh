@@ -12,7 +12,8 @@
 #   prepared  every GPU test in two timed groups, certified and exact mode at n = 16384
 #   why       cProfiles of fftn 128^3 and of a certified 16384^2 product, fftn on the cuBLAS path
 #   last      GPU FFT and certified tests, FFT benchmark, certified's time at 16384, the FFT issue's
-#             table (512^3 fftn and rfftn, a batch of 4096 x 1024, 2^24), ozaki.matmul at 49152
+#             table (512^3 fftn and rfftn, a batch of 4096 x 1024, 2^24), a cProfile of fftn 256^3,
+#             ozaki.matmul at 49152
 #   benches   GPU tests of the last fixes, certified's time split, FFT and linalg (prepared operands)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra; an unknown name stops.)
 set -u
@@ -96,7 +97,8 @@ elif [ "$profile" = last ]; then     # the FFT's zero signs on the device, certi
     stage certified 40 python3 -m bench.certified --n 16384 --calls 38 --repeats 2 --out "$W/certified.json"
     stage fft_table 150 python3 -m bench.fft --cubes 512 --real-cubes 512 --batches 4096x1024 --sizes 16777216 \
         --repeats 2 --out "$W/fft_table.json"
-    stage gemm49k 170 python3 -m bench.gemm --sizes 49152 --families normal --no-emulated --samples 2 \
+    stage fft_profile 60 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.fft --profile 256
+    stage gemm49k 100 python3 -m bench.gemm --sizes 49152 --families normal --no-emulated --samples 2 \
         --repeats 1 --modes accurate --out "$W/gemm49k.json"
 else
     # The verification suite is mostly CPU work (fraction references): it runs beside the
