@@ -285,12 +285,16 @@ def _pad(R):
 # 2048 / 4096 / 8192 / untiled took 115 / 107-109 / 106 / 121 ms at n = 16384
 # and 17.3 / 13.5 / 13.7 / 13.7 ms at 8192; again (2026-12-02-af166c3) 4096 /
 # 8192: 107.2-111.0 / 102.7 ms at 16384.  Tiles are views (pointer offsets,
-# the same leading dimensions).
+# the same leading dimensions).  Only outputs large in both dimensions are
+# tiled: a skinny one (the FFT's stage 1, 32 x 4.2 M outputs in a 512^3 fftn)
+# cut into 8192-wide tiles made 512 tiny calls per modulus and part, 18.3 s of
+# int8 GEMM calls in a 21.6 s transform (run 3697b74).
 GEMM_TILE = 8192
 
 
-def _tiles(size):
-    tile = GEMM_TILE if size > GEMM_TILE else size
+def _tiles(size, other):
+    """Tiles of one output dimension of ``size`` whose other dimension is ``other``."""
+    tile = GEMM_TILE if size > GEMM_TILE and other > GEMM_TILE else size
     return [(s, min(tile, size - s)) for s in range(0, size, tile)]
 
 
@@ -335,8 +339,8 @@ def gemm(Ra, Rbt, batch=1):
     total = None
     for k0 in range(0, kp, K_CHUNK):
         kc = min(K_CHUNK, kp - k0)
-        for i0, mt in _tiles(m):
-            for j0, nt in _tiles(n):
+        for i0, mt in _tiles(m, n):
+            for j0, nt in _tiles(n, m):
                 gemm_tile(Ra, Rbt, out, i0, mt, j0, nt, k0, kc, batch)
         if kc < kp:
             total = out.astype(cupy.int64) if total is None else total + out

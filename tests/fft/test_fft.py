@@ -218,6 +218,31 @@ def test_bluestein_spectra_cache_is_bounded(monkeypatch):
     assert np.array_equal(of.fft(x, n=509, mode="accurate").view(np.int64), first.view(np.int64))
 
 
+def test_constants_cache_budget_per_device(monkeypatch):
+    """The constants cache drops a device's least recently used entries past that device's
+    budget and never touches another device's; the newest entry stays even when it alone
+    passes the budget; a GPU's budget is a fraction of its memory (at least CACHE_BYTES)."""
+    from collections import OrderedDict
+    from ozaki.fft import plans
+    monkeypatch.setattr(plans, "_CACHE", OrderedDict())
+    monkeypatch.setattr(plans, "CACHE_BYTES", 3000)
+    monkeypatch.setattr(plans, "_device_memory", lambda device_id: 80_000)
+    gpu = ("cupy", 0)
+    plans._CACHE[gpu + ("old",)] = np.zeros(1000, dtype=np.uint8)     # another device's entry
+    for name in "abcd":
+        plans._kept(np, (name,), lambda: np.zeros(1000, dtype=np.uint8))
+    assert [k for k in plans._CACHE if k[0] == "numpy"] == [("numpy", "b"), ("numpy", "c"), ("numpy", "d")]
+    plans._kept(np, ("b",), lambda: None)                               # used again: kept longer
+    plans._kept(np, ("e",), lambda: np.zeros(1000, dtype=np.uint8))
+    assert [k for k in plans._CACHE if k[0] == "numpy"] == [("numpy", "d"), ("numpy", "b"), ("numpy", "e")]
+    plans._kept(np, ("big",), lambda: np.zeros(5000, dtype=np.uint8))
+    assert [k for k in plans._CACHE if k[0] == "numpy"] == [("numpy", "big")]
+    assert gpu + ("old",) in plans._CACHE
+    assert plans._budget(gpu) == 10_000 and plans._budget(("numpy",)) == 3000
+    plans._trim(gpu)
+    assert gpu + ("old",) in plans._CACHE
+
+
 def test_twiddle_products_round_every_step(rng):
     """The FFT's elementwise complex products are (ar br - ai bi) + i (ar bi + ai br) with every
     operation rounded, as Python floats compute it: the same bits on any BLAS, SIMD or GPU."""
