@@ -156,10 +156,42 @@ def transform_axis(a, n, axis, kind, sign, div, opts):
     x = xp.moveaxis(_resize(a, length, axis), axis, -1)
     lead = x.shape[:-1]
     original = xp.ascontiguousarray(x).reshape(-1, length)
-    x2, fix = specials.prepare(original, kind, n)
-    y = stages.transform(x2, sign, div, opts, kind, n)
-    y = specials.finish(y, fix, kind, n, sign, original)
+    y = None
+    for rows in row_blocks(original.shape[0], length):
+        block = original[rows]
+        x2, fix = specials.prepare(block, kind, n)
+        yb = specials.finish(stages.transform(x2, sign, div, opts, kind, n), fix, kind, n, sign, block)
+        if rows.stop - rows.start == original.shape[0]:
+            y = yb
+        else:
+            if y is None:
+                y = xp.empty((original.shape[0],) + yb.shape[1:], dtype=yb.dtype)
+            y[rows] = yb
+        del x2, fix, yb
     return xp.moveaxis(y.reshape(lead + (y.shape[-1],)), -1, axis)
+
+
+# The transforms of one axis run in blocks of rows of at most about BLOCK_POINTS
+# points: a stage's temporaries (the data beside itself for the hi + lo constants,
+# the stage-1 remainder's [X, X, Y], the products' residues) are several times its
+# input, so a 1024^3 fftn (17 GB) taken whole asked for more than the H200's 141 GB.
+# A block holds at most BLOCK_POINTS // length rows or 2 FOLD_MIN_ROWS, and the blocks
+# share the rows evenly, so each has at least FOLD_MIN_ROWS rows: its plan is the whole
+# batch's; in exact mode (the default) every transform is rounded
+# from its own exact values and the blocks give the whole batch's bits; in the other
+# modes a product's scales see the rows of its block.  The blocks depend on the shape
+# only, so the CPU and the GPU cut alike.
+BLOCK_POINTS = 1 << 26
+
+
+def row_blocks(rows, length):
+    """Slices of ``rows`` rows of ``length`` points each: blocks of at most
+    max(2 FOLD_MIN_ROWS, BLOCK_POINTS // length) rows, as even as can be (so, when
+    there are several, each of at least FOLD_MIN_ROWS rows)."""
+    per_block = max(2 * stages.FOLD_MIN_ROWS, BLOCK_POINTS // max(length, 1))
+    count = max(1, -(-rows // per_block))
+    bounds = [rows * i // count for i in range(count + 1)]
+    return [slice(bounds[i], bounds[i + 1]) for i in range(count)]
 
 
 # ---------------------------------------------------- numpy.fft 1-D --

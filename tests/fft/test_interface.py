@@ -179,3 +179,44 @@ def test_property_nd_matches_numpy(case, seed):
             getattr(of, fn)(x, s=s, axes=axes, norm=norm)
         return
     close(getattr(of, fn)(x, s=s, axes=axes, norm=norm), want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.integers(0, 5000), length=st.integers(1, 3000), points=st.integers(1, 1 << 16))
+def test_row_blocks_cover_evenly(rows, length, points):
+    """The blocks of an axis' rows: contiguous, covering every row once, each within
+    the point budget (or 2 FOLD_MIN_ROWS rows) and, when there are several, of at
+    least FOLD_MIN_ROWS rows (the whole batch's plan)."""
+    from ozaki.fft import interface
+    old = interface.BLOCK_POINTS
+    interface.BLOCK_POINTS = points
+    try:
+        blocks = interface.row_blocks(rows, length)
+    finally:
+        interface.BLOCK_POINTS = old
+    assert blocks[0].start == 0 and blocks[-1].stop == rows
+    assert all(b.stop == c.start for b, c in zip(blocks, blocks[1:]))
+    sizes = [b.stop - b.start for b in blocks]
+    per_block = max(2 * of.FOLD_MIN_ROWS, points // length)
+    assert max(sizes) <= per_block
+    if len(blocks) > 1:
+        assert min(sizes) >= of.FOLD_MIN_ROWS and max(sizes) - min(sizes) <= 1
+
+
+def test_blocked_axes_give_the_whole_bits(rng, monkeypatch):
+    """Transforms cut into row blocks (here forced small) give the unblocked bits in exact
+    mode, specials and signed zeros included, for every kind."""
+    from ozaki.fft import interface
+    x = rng.standard_normal((37, 6, 40)) + 1j * rng.standard_normal((37, 6, 40))
+    x[3, 2, 5] = np.inf
+    x[20, 1, :] = -0.0
+    x[30, 4, 7] = np.nan
+    real = x.real.copy()
+    cases = [(of.fftn, x), (of.ifft, x), (of.rfftn, real), (of.irfft, x), (of.hfft, x)]
+    whole = [fn(data) for fn, data in cases]
+    monkeypatch.setattr(interface, "BLOCK_POINTS", 40 * 2 * of.FOLD_MIN_ROWS)
+    assert len(interface.row_blocks(37 * 6, 40)) > 1
+    for (fn, data), ref in zip(cases, whole):
+        got = fn(data)
+        assert got.dtype == ref.dtype and got.shape == ref.shape
+        assert np.array_equal(got.view(np.int64), ref.view(np.int64))       # NaN payloads too
