@@ -43,8 +43,15 @@ def main(argv=None):
                          "that GPU time lands on the Python call that launched it)")
     ap.add_argument("--path", choices=["auto", "fused", "cublas"], default="auto",
                     help="the GPU path of the transforms' products (ozaki.config(path=...))")
+    ap.add_argument("--epilogue", type=float, default=None, metavar="W",
+                    help="the plans' cost-model weight of one output's epilogue (ozaki.fft.plans.EPILOGUE), "
+                         "to measure which algorithm the GPU prefers; the rows name their plans")
     ap.add_argument("--out", default="bench/results/fft.json")
     a = ap.parse_args(argv)
+    if a.epilogue is not None:
+        from ozaki.fft import plans
+        plans.EPILOGUE = a.epilogue
+        plans.choose.cache_clear()
     import cupy
     import ozaki
     with ozaki.config(path=a.path):
@@ -85,7 +92,8 @@ def run(a, cupy):
     for n in a.cubes:
         d = cupy.asarray(rng.random((n, n, n)) - 0.5 + 0j)
         t_cufft, t_ours, split, ours = timed(of.fftn, d)
-        record({"shape": [n, n, n], "cufft_ms": t_cufft, "ozaki_ms": t_ours, "ratio": t_cufft / t_ours,
+        record({"shape": [n, n, n], "plan": of.algorithm(n, n * n), "cufft_ms": t_cufft, "ozaki_ms": t_ours,
+                "ratio": t_cufft / t_ours,
                 "rel_diff_to_cufft": rel_diff(ours, cupy.fft.fftn(d)), "split_ms": split})
         del d, ours
     for n in a.real_cubes:
@@ -98,7 +106,8 @@ def run(a, cupy):
         B, N = (int(v) for v in spec.lower().split("x"))
         d = cupy.asarray(rng.random((B, N)) - 0.5 + 1j * (rng.random((B, N)) - 0.5))
         t_cufft, t_ours, split, ours = timed(of.fft, d, cupy.fft.fft)
-        record({"shape": [B, N], "kind": "batch of fft", "cufft_ms": t_cufft, "ozaki_ms": t_ours,
+        record({"shape": [B, N], "kind": "batch of fft", "plan": of.algorithm(N, B), "cufft_ms": t_cufft,
+                "ozaki_ms": t_ours,
                 "ratio": t_cufft / t_ours, "rel_diff_to_cufft": rel_diff(ours, cupy.fft.fft(d)), "split_ms": split})
         del d, ours
     for N in a.sizes:
