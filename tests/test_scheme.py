@@ -125,6 +125,30 @@ def test_signed_zeros():
     assert C[0, 0] == 0 and not np.signbit(C[0, 0])
 
 
+def test_zero_signs_settled_elsewhere():
+    """Inside scheme.zero_signs_settled_elsewhere (this thread only) an all -0 sum comes out
+    +0 as rounded; NaN/inf inputs still get IEEE results; outside, and after an exception
+    inside, the sign rule holds again."""
+    import threading
+    a, b = np.array([[-0.0, 0.0], [1.0, 2.0]]), np.array([[1.0], [-0.0]])
+    assert np.signbit(ozaki.matmul(a, b)[0, 0])
+    with scheme.zero_signs_settled_elsewhere():
+        for mode in ("fast", "accurate", "exact"):
+            C = ozaki.matmul(a, b, mode=mode)
+            assert C[0, 0] == 0 and not np.signbit(C[0, 0]) and C[1, 0] == 1.0
+        other = []
+        t = threading.Thread(target=lambda: other.append(ozaki.matmul(a, b)))
+        t.start()
+        t.join()
+        assert np.signbit(other[0][0, 0])                          # another thread: the rule
+        inf = ozaki.matmul(np.array([[np.inf, -0.0]]), np.array([[1.0], [1.0]]))
+        assert inf[0, 0] == np.inf
+    with pytest.raises(RuntimeError):
+        with scheme.zero_signs_settled_elsewhere():
+            raise RuntimeError
+    assert np.signbit(ozaki.matmul(a, b)[0, 0])
+
+
 def test_zero_sprinkled(rng):
     A = inputs.sprinkle_zeros(rng, inputs.normal(rng, (10, 6)), 0.7)
     B = inputs.sprinkle_zeros(rng, inputs.normal(rng, (6, 9)), 0.7)
