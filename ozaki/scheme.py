@@ -33,7 +33,8 @@ matrices run through them at once (matmul_stack).  ``plan`` is shared by both ba
 uses array-module reductions); the backends implement ``split``, ``scan_rows``,
 ``bound_bottoms`` and ``flags_found`` (the plan's steps), ``residues``,
 ``add_residues`` (complex), ``gemm`` and ``epilogue``, ``widen`` (exact float32
--> float64, used by the entry points before this module), and ``choose_path``;
+-> float64, used by the entry points before this module), ``choose_path``, and
+``zero_terms_negative`` (ozaki.fft's sign rule of zero parts, term by term);
 the GPU backend also ``fused_product`` (gemm and epilogue in one kernel) and
 ``bound_maxima`` (the bound GEMM's maxima on chip), which "fused" paths use.
 """

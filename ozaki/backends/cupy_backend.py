@@ -14,6 +14,8 @@
     bound_maxima  accurate mode's bound GEMM with its row/column maxima taken on
               chip (the same kernel's other epilogue)
     gemm_fp32_digits  the fp8 substrate's digit GEMMs on cuBLASLt FP8 (torch._scaled_mm)
+    zero_terms_negative  ozaki.fft's sign rule of zero parts, term by term, a thread
+              per part (kernels/zero_terms.cu)
 
 Kernels are CUDA source files beside this module, compiled on first use and
 memoized per device; everything runs on the current CuPy stream.
@@ -622,3 +624,26 @@ def bound_maxima(ahat, bhat, batch=1):
         defines = (("NMOD", 1), ("NIN", 1), ("NPAIRS", 1), ("LP", 1), ("LACC", 1), ("EPILOGUE_BOUND", 1))
         _fused_launch(defines, (1, True), [a], [b], 1, m, n, batch, m, n, 0, (row_max, col_max))
     return row_max, col_max
+
+
+# ------------------------------------------------------------- FFT zero signs --
+
+def zero_terms_negative(terms, rows, outs, N, sign):
+    """As numpy_backend.zero_terms_negative, one thread per zero part (kernels/zero_terms.cu):
+    the term-by-term sign rule of ozaki.fft.specials in a single pass over each part's
+    entries (the array version made (parts, entries) arrays of every sign and term, most
+    of a real signal's fftn time in specials.finish on the H200, run 3697b74)."""
+    count = len(rows)
+    negative = cupy.empty(count, dtype=cupy.bool_)
+    if count == 0:
+        return negative
+    args = []
+    for offset, v, sine, negated in list(terms) + [terms[0]] * (2 - len(terms)):
+        v = cupy.ascontiguousarray(v, dtype=cupy.float64)
+        args += [v, np.int64(v.shape[1]), np.int64(offset), np.int64(v.shape[1]), np.int32(bool(sine)),
+                 np.int32(bool(negated))]
+    kern = _kernel("zero_terms.cu", "zero_terms_negative", (), _device())
+    kern(*_grid(count), tuple(args) + (np.int32(len(terms)), cupy.ascontiguousarray(rows, dtype=cupy.int64),
+                                               cupy.ascontiguousarray(outs, dtype=cupy.int64), np.int64(count),
+                                               np.int64(N), np.int32(sign), negative))
+    return negative

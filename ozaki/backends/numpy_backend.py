@@ -230,3 +230,47 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64):
         kulisch.normalize(acc[o])
         outs.append(kulisch.round_to(acc[o], beta_a[:, None] + beta_b[None, :], out_dtype))
     return outs
+
+
+# ------------------------------------------------------------- FFT zero signs --
+
+ZERO_TERMS_CHUNK = 1 << 22      # (parts, entries) signs formed at once
+
+
+def angle_signs(j, N, xp=np):
+    """(sign of cos 2 pi j / N, sign of sin 2 pi j / N) as int8 arrays, exactly, 0 <= j < N
+    (xp: the arrays' module; ozaki.fft.specials uses it on either)."""
+    j4 = 4 * j
+    c = xp.where((j4 < N) | (j4 > 3 * N), 1, xp.where((j4 == N) | (j4 == 3 * N), 0, -1)).astype(np.int8)
+    s = xp.where((j == 0) | (2 * j == N), 0, xp.where(2 * j < N, 1, -1)).astype(np.int8)
+    return c, s
+
+
+def zero_terms_negative(terms, rows, outs, N, sign):
+    """Whether each zero DFT part (row ``rows[i]``, output ``outs[i]``) is -0 by the sign rule
+    of ozaki.fft.specials: it has a term and every term is -0.
+
+    terms: (offset, v, sine, negated) per term kind: the entries v (rows, entries) at
+    positions n = offset + column times the sign of cos (sine False) or of sin times
+    ``sign`` of 2 pi k n / N, negated when ``negated``; a zero constant makes no term, and
+    a term v t is -0 when v is a zero whose sign differs from t's (flipped when negated).
+    """
+    negative = np.empty(len(rows), dtype=bool)
+    entries = max((v.shape[1] for _, v, _, _ in terms), default=1)
+    step = max(1, ZERO_TERMS_CHUNK // max(entries, 1))
+    for i in range(0, len(rows), step):
+        rr, kk = rows[i:i + step], outs[i:i + step]
+        present = np.zeros(len(rr), dtype=bool)
+        all_negative = np.ones(len(rr), dtype=bool)
+        for offset, v, sine, negated in terms:
+            n = offset + np.arange(v.shape[1])
+            c, s = angle_signs((kk[:, None] * n[None, :]) % N, N)             # (parts, entries)
+            t = s * np.int8(sign) if sine else c
+            vals = v[rr]
+            has = t != 0
+            present |= has.any(axis=1)
+            minus_zero = (vals == 0) & ((np.signbit(vals) != (t < 0)) != negated)
+            all_negative &= np.all(~has | minus_zero, axis=1)
+        negative[i:i + step] = present & all_negative
+    return negative
+

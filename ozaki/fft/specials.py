@@ -32,6 +32,8 @@ the products gave it: the sign of its exact value.
 
 import numpy as np
 
+from ..backends.numpy_backend import angle_signs as _signs
+
 CHUNK = 1 << 22          # exponents formed at once
 TINY = 2.0 ** -800       # rows with nonzero entries this small keep their zeros' signs
 
@@ -42,14 +44,6 @@ def _xp_of(a):
 
 def _host(a):
     return a.get() if type(a).__module__.split(".")[0] == "cupy" else np.asarray(a)
-
-
-def _signs(j, N, xp=np):
-    """(sign of cos 2 pi j / N, sign of sin 2 pi j / N) as int8 arrays, exactly, j in [0, N)."""
-    j4 = 4 * j
-    c = xp.where((j4 < N) | (j4 > 3 * N), 1, xp.where((j4 == N) | (j4 == 3 * N), 0, -1)).astype(np.int8)
-    s = xp.where((j == 0) | (2 * j == N), 0, xp.where(2 * j < N, 1, -1)).astype(np.int8)
-    return c, s
 
 
 # The terms of each output part: (input part, constant part, negated), the input parts being
@@ -191,23 +185,13 @@ def _zero_rule(r, k, o, terms, inputs, kind, N, sign, xp=np):
             if v.shape[1]:
                 negative[closed] = (k[closed] == 0) & xp.signbit(v[r[closed]]).all(axis=1)
     todo = xp.flatnonzero(open_ & ~closed)
-    step = max(1, CHUNK // max(N, 1))
-    for i in range(0, len(todo), step):
-        idx = todo[i:i + step]
-        rr, kk = r[idx], k[idx]
-        present = xp.zeros(len(idx), dtype=bool)
-        all_negative = xp.ones(len(idx), dtype=bool)
-        for part, ctype, negated in terms:
-            n, v = inputs[part]
-            c, s = _signs((kk[:, None] * n[None, :]) % N, N, xp)                   # (parts, entries)
-            t = c if ctype == "c" else s * np.int8(sign)
-            vals = v[rr]
-            has = t != 0
-            present |= has.any(axis=1)
-            # the term v t (negated: -v t) is -0 when v is a zero and the signs differ
-            minus_zero = (vals == 0) & ((xp.signbit(vals) != (t < 0)) != negated)
-            all_negative &= xp.all(~has | minus_zero, axis=1)
-        negative[idx] = present & all_negative
+    if todo.size:
+        from .. import backend_for
+        # each term's entries sit at positions offset + column (_inputs_2d: c2r's imaginary
+        # parts are those of bins 1..(N - 1) // 2, every other part starts at 0)
+        parts = [(1 if kind == "c2r" and part == 1 else 0, inputs[part][1], ctype == "s", negated)
+                 for part, ctype, negated in terms]
+        negative[todo] = backend_for(negative).zero_terms_negative(parts, r[todo], k[todo], N, sign)
     return negative
 
 

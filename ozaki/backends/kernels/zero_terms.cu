@@ -1,0 +1,62 @@
+// The sign rule of a zero DFT part, term by term (ozaki/fft/specials.py): part
+// (row r, output k) is -0 exactly when it has a term and every term is -0.
+//
+// The same arithmetic as numpy_backend.zero_terms_negative: a term is an entry
+// v[r, e] (position n = offset + e) times the sign t of cos or sin of
+// 2 pi k n / N (times ``sign`` for sin), negated for some parts; a constant that
+// is exactly zero (t = 0) makes no term; a term v t is -0 when v is a zero whose
+// sign differs from t's (flipped when negated).  Integer work only: the angle
+// index j = k n mod N steps by k per entry.  One thread per zero part (grid-stride).
+
+__device__ __forceinline__ int cos_sign(long long j, long long N) {
+    long long j4 = 4 * j;
+    if (j4 < N || j4 > 3 * N) return 1;
+    return (j4 == N || j4 == 3 * N) ? 0 : -1;
+}
+
+__device__ __forceinline__ int sin_sign(long long j, long long N) {
+    if (j == 0 || 2 * j == N) return 0;
+    return 2 * j < N ? 1 : -1;
+}
+
+struct Term {
+    const double* v;        // (rows, ld) row-major
+    long long entries, offset, ld;
+    int sine, negated;      // the constant part: sin (1) or cos (0)
+};
+
+// Whether every term of part (r, k) of ``t`` is -0; *present: whether it has one.
+__device__ __forceinline__ bool all_minus_zero(const Term& t, long long r, long long k, long long N, int sign,
+                                               bool* present) {
+    long long j = (k * t.offset) % N;
+    const double* row = t.v + r * t.ld;
+    for (long long e = 0; e < t.entries; ++e) {
+        int c = t.sine ? sin_sign(j, N) * sign : cos_sign(j, N);
+        if (c != 0) {
+            *present = true;
+            double x = row[e];
+            bool minus_zero = x == 0.0 && ((signbit(x) != 0) != (c < 0)) != (t.negated != 0);
+            if (!minus_zero) return false;
+        }
+        j += k;
+        if (j >= N) j -= N;
+    }
+    return true;
+}
+
+extern "C" __global__ void zero_terms_negative(
+        const double* v0, long long entries0, long long offset0, long long ld0, int sine0, int negated0,
+        const double* v1, long long entries1, long long offset1, long long ld1, int sine1, int negated1,
+        int terms, const long long* __restrict__ rows, const long long* __restrict__ outs, long long count,
+        long long N, int sign, bool* __restrict__ negative) {
+    const Term t0 = {v0, entries0, offset0, ld0, sine0, negated0};
+    const Term t1 = {v1, entries1, offset1, ld1, sine1, negated1};
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count;
+         i += (long long)gridDim.x * blockDim.x) {
+        long long r = rows[i], k = outs[i];
+        bool present = false;
+        bool all = all_minus_zero(t0, r, k, N, sign, &present);
+        if (all && terms == 2) all = all_minus_zero(t1, r, k, N, sign, &present);
+        negative[i] = all && present;
+    }
+}
