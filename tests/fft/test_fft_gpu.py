@@ -68,3 +68,39 @@ def test_zero_signs_same_bits_as_cpu(rng):
     _same_bits(of.irfft(cupy.asarray(x[:, :13]), 24), of.irfft(x[:, :13], 24))
     cube = rng.random((8, 8, 8)) - 0.5 + 0j
     _same_bits(of.fftn(cupy.asarray(cube)), of.fftn(cube))
+
+
+@pytest.mark.parametrize("N", [1, 2, 7, 24, 25, 4096])
+def test_zero_terms_kernel_matches_numpy(rng, N):
+    """The GPU's term-by-term zero-sign rule (kernels/zero_terms.cu) against numpy's, on
+    zero rows of random signs and rows built so that every term of one part is -0, both
+    constant kinds, negated terms, sign +-1, an offset-1 part (c2r's imaginary parts), one-
+    and two-term parts."""
+    cupy = pytest.importorskip("cupy")
+    from ozaki.backends import cupy_backend, numpy_backend
+    rows, entries = 40, max(N - 1, 1)
+    built_k = rng.integers(0, N, 10)                     # rows 10..19: all terms -0 at these k
+
+    def values(offset, sine, negated, sign):
+        v = np.where(rng.random((rows, entries)) < 0.5, -0.0, 0.0)
+        v[rng.random((rows, entries)) < 0.02] = 1.5       # a few nonzero entries
+        v[:5], v[5:10] = -0.0, 0.0
+        n = offset + np.arange(entries)
+        for q, k in enumerate(built_k):
+            c, s = numpy_backend.angle_signs((k * n) % N, N)
+            t = s * sign if sine else c
+            v[10 + q] = np.where((t < 0) != (not negated), -0.0, 0.0)
+        return v
+
+    for sign in (-1, 1):
+        for sine, negated, offset in [(False, False, 0), (True, False, 0), (True, True, 1), (False, True, 1)]:
+            terms = [(offset, values(offset, sine, negated, sign), sine, negated),
+                     (0, values(0, not sine, not negated, sign), not sine, not negated)]
+            for used in (terms[:1], terms):
+                r = np.concatenate([np.arange(10, 20), rng.integers(0, rows, 300)])
+                k = np.concatenate([built_k, rng.integers(0, N, 300)])
+                cpu = numpy_backend.zero_terms_negative(used, r, k, N, sign)
+                gpu_terms = [(o, cupy.asarray(v), s, n) for o, v, s, n in used]
+                gpu = cupy_backend.zero_terms_negative(gpu_terms, cupy.asarray(r), cupy.asarray(k), N, sign)
+                assert np.array_equal(gpu.get(), cpu)
+                assert cpu.any() or N <= 2                       # the built rows reach -0 results
