@@ -14,7 +14,7 @@ import pytest
 import scipy.linalg
 from hypothesis import given, settings, strategies as st
 
-from ozaki.linalg import _backend, triangular
+from ozaki.linalg import _backend, decomp_lu, matrices, triangular
 from ozaki.linalg._backend import CupyBLAS, Namespace, column_major
 
 
@@ -168,6 +168,17 @@ def test_substitution_through_the_gpu_calls(n, k, nb, lower, trans, unit, layout
     assert np.abs(x - want).max() <= 1e-11 * np.abs(want).max()
     blocks = -(-n // nb)
     assert cublas.calls.count("dtrsm") == blocks and cublas.calls.count("dgemm") == (blocks - 1 if nb < n else 0)
+
+
+def test_lu_solves_through_the_gpu_calls(rng):
+    a = matrices.random_cond(30, 1e6, rng)
+    ns, cublas = emulated_gpu_namespace()
+    for factorization in ("ozaki", "vendor"):
+        f = decomp_lu.LUFactor.factor(ns, a, 8, factorization=factorization)
+        b = rng.standard_normal((30, 2))
+        assert np.abs(f.solve(b) - np.linalg.solve(a, b)).max() <= 1e-8 * np.abs(np.linalg.solve(a, b)).max()
+        assert np.abs(f.solve_t(b) - np.linalg.solve(a.T, b)).max() <= 1e-8 * np.abs(np.linalg.solve(a.T, b)).max()
+    assert "dgemm" in cublas.calls and "dtrsm" in cublas.calls
 
 
 def test_default_substitution_blocks():
