@@ -165,8 +165,12 @@ def exact_residual(ns, left, xs, columns):
     """
     xp = ns.xp
     k = left.shape[-1] - sum(x.shape[0] for x in xs)
-    sel = xp.zeros((k, len(columns)))
-    sel[xp.asarray(columns), xp.arange(len(columns))] = -1.0
+    if list(columns) == list(range(k)):
+        sel = -xp.eye(k)                      # every column: made on the device, nothing to send
+    else:
+        sel = np.zeros((k, len(columns)))
+        sel[list(columns), np.arange(len(columns))] = -1.0
+        sel = xp.asarray(sel)
     right = xp.concatenate(list(xs) + [sel], axis=0)
     return -ns.exact_gemm(left, right)        # RN(A x - b), negated exactly
 
@@ -189,6 +193,12 @@ def _metrics(ns, x_hi, dx):
     comp = xp.where(ax > 0, adx / safe, xp.where(adx > 0, xp.inf, 0.0))
     both = xp.stack([ax.max(axis=0), adx.max(axis=0), comp.max(axis=0)]) if x_hi.shape[0] else xp.zeros((3, x_hi.shape[1]))
     return ns.asnumpy(both)
+
+
+def _index(xp, positions, k):
+    """The columns ``positions`` of a k-column array: all of them as a slice (a view, nothing
+    sent to the device), else an index array."""
+    return slice(None) if list(positions) == list(range(k)) else xp.asarray(positions)
 
 
 # x becomes a double-double once a correction is this small (relative, max norm); before,
@@ -216,18 +226,18 @@ def refine(ns, a, b, factor, x0):
         cols = [j for j, t in enumerate(tracks) if not t.done]
         if not cols:
             break
-        c = xp.asarray(cols)
+        c = _index(xp, cols, k)
         parts = [x_hi[:, c], x_lo[:, c]] if dd else [x_hi[:, c]]
         dx = factor.solve(exact_residual(ns, left, parts, cols))
-        figures = _metrics(ns, x_hi[:, c], dx)
+        figures = _metrics(ns, parts[0], dx)          # one transfer (the exact product syncs once too)
         apply = [tracks[j].step(*figures[:, i]) for i, j in enumerate(cols)]
         if not dd and min(t.dx_x for t in (tracks[j] for j in cols)) <= DD_SWITCH:
             dd = True
             left = residual_operand(ns, a, b, parts=2)
         use = [i for i, ok in enumerate(apply) if ok]
         if use:
-            u = xp.asarray(use)
-            cu = xp.asarray([cols[i] for i in use])
+            u = _index(xp, use, len(cols))
+            cu = _index(xp, [cols[i] for i in use], k)
             if dd:
                 x_hi[:, cu], x_lo[:, cu] = dd_add(x_hi[:, cu], x_lo[:, cu], dx[:, u])
             else:
