@@ -24,8 +24,9 @@ product).  Rows (median of CUDA-event timings after warm-up):
                the refinement (in all and per iteration) and within it the
                preparation of its exact residuals' left operand and one exact
                residual; and one triangular solve with one column (U of the LU)
-               by the blocked substitution against one vendor TRSM of the whole
-               triangle (--substitution-blocks: at other block sizes too)
+               as solve runs it and by blocked substitution with the
+               --substitution-blocks (diagonal blocks on the vendor's TRSM,
+               native products between them)
     residual   one exact residual b - A x (ozaki exact product [A | b] @ [x; -1],
                and the double-double one [A | A | b] @ [x_hi; x_lo; -1])
 
@@ -177,14 +178,13 @@ def stages(nat, a, b, repeats, factorization="vendor", substitution_blocks=()):
     left = first_residual()
     t_residual = nat.time(lambda: refine.exact_residual(ns, left, parts, [0]), 0, repeats)
     lu, _ = decomp_lu.decompose(ns, a, factorization=factorization)
-    t_vendor_trsm = nat.time(lambda: ns.trsm(lu, b2, lower=False), 1, repeats)
+    t_triangular = nat.time(lambda: triangular.trsm(ns, lu, b2, lower=False), 1, repeats)
     by_block = {str(nb): nat.time(lambda: triangular.substitute(ns, lu, b2, lower=False, block_size=nb), 1, repeats)
-                for nb in (ns.substitution_block,) + tuple(substitution_blocks)}
+                for nb in substitution_blocks}
     return {"factor_ms": t_factor, "rcond_ms": t_rcond, "first_solve_ms": t_first, "refine_ms": t_refine,
             "iterations": iterations, "refine_per_iteration_ms": t_refine / max(iterations, 1),
             "prepare_ms": t_first_residual - t_residual, "residual_ms": t_residual,
-            "substitution_block": ns.substitution_block, "substitution_ms": by_block[str(ns.substitution_block)],
-            "vendor_trsm_ms": t_vendor_trsm, "substitution_ms_by_block": by_block}
+            "triangular_ms": t_triangular, "substitution_block": ns.substitution_block, "substitution_ms": by_block}
 
 
 def residual_times(nat, a, b, repeats):
@@ -285,13 +285,11 @@ def print_row(r):
         if "iterations" in r:
             extra += f"  it {r['iterations']}  bound {r['err_bnd_norm']:.1e}"
     elif "factor_ms" in r:
-        blocks = "  ".join(f"nb={nb} {ms:.2f}" for nb, ms in r["substitution_ms_by_block"].items()
-                           if int(nb) != r["substitution_block"])
+        blocks = "".join(f"  nb={nb} {ms:.2f}" for nb, ms in r["substitution_ms"].items())
         extra = (f"  factor {r['factor_ms']:.1f}  rcond {r['rcond_ms']:.1f}  solve {r['first_solve_ms']:.2f}"
                  f"  refine {r['refine_ms']:.1f} ms ({r['iterations']} it, {r['refine_per_iteration_ms']:.1f} per it;"
                  f" prepare {r['prepare_ms']:.1f}, residual {r['residual_ms']:.2f})"
-                 f"  triangular solve: nb={r['substitution_block']} {r['substitution_ms']:.2f}"
-                 f"  one trsm {r['vendor_trsm_ms']:.2f}" + (f"  {blocks}" if blocks else "") + " ms")
+                 f"  U solve {r['triangular_ms']:.2f}{blocks} ms")
     elif "exact_dd_ms" in r:
         unprepared = r.get("exact_unprepared_ms", float("nan"))
         extra = (f"  exact {r['exact_ms']:.2f} (unprepared {unprepared:.2f})  exact dd {r['exact_dd_ms']:.2f}"
@@ -326,8 +324,9 @@ def main(argv=None):
                     help="also time ozaki.linalg.lu_factor with these panel widths")
     ap.add_argument("--factorizations", nargs="+", default=["vendor", "ozaki"], choices=["vendor", "ozaki"],
                     help="solve's factorizations for the solve, solve_pos and stages rows (default both)")
-    ap.add_argument("--substitution-blocks", type=int, nargs="*", default=[],
-                    help="stages: also time the one-column triangular solve with these block sizes")
+    ap.add_argument("--substitution-blocks", type=int, nargs="*", default=[512, 1024, 2048],
+                    help="stages: also time the one-column triangular solve by blocked substitution with these "
+                         "block sizes (default 512 1024 2048)")
     ap.add_argument("--backend", choices=["gpu", "cpu"], default="gpu",
                     help="gpu: cupy/cuSOLVER (default); cpu: numpy/LAPACK, for small n")
     ap.add_argument("--warmup", type=int, default=1)

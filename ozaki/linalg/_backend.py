@@ -23,15 +23,18 @@ import ozaki
 BLOCK_SIZE = {"numpy": 256, "cupy": 2048}
 
 # Rows per diagonal block of the triangular solves with few right-hand sides
-# (ozaki.linalg.triangular.substitute): each block is one vendor TRSM on the
-# block and one native product with the rows already solved.  Larger blocks mean
-# fewer calls (each a kernel launch and its Python on the GPU); smaller ones
-# leave less of the work in the diagonal blocks' solves, whose dependency chain
-# (one row after another) keeps them far below the memory bandwidth that the
-# products reach.  Not measured yet: bench.linalg's stages row times the GPU
-# value against one vendor TRSM of the whole triangle (--substitution-blocks
-# for other values).
-SUBSTITUTION_BLOCK = {"numpy": 512, "cupy": 1024}
+# (ozaki.linalg.triangular.substitute), per array module; None: no blocks, one
+# vendor TRSM of the whole triangle.  A block costs one native product with the
+# rows already solved and one vendor TRSM of its diagonal block; blocking pays
+# only where the vendor's own TRSM reads the triangle far below the bandwidth a
+# product reaches, not where it is bound by its dependency chain (one row after
+# another), which the diagonal blocks' TRSMs then pay just the same.  On the CPU
+# one LAPACK TRSM with one column ran 1.3-3x faster than blocks of 256..1024 at
+# n = 2048..4096 (2-core test machine).  On the H200 one cuBLAS TRSM of a 16384
+# triangle, read in place, is thought to take about 1.5 ms (cuSOLVER's getrs, two
+# of them, fit in the 3 ms between cupy.linalg.solve and lu_factor); not measured
+# yet: bench.linalg's stages row times it against --substitution-blocks.
+SUBSTITUTION_BLOCK = {"numpy": None, "cupy": None}
 
 
 class Namespace:

@@ -53,11 +53,11 @@ def substitute(ns, t, b, lower, trans=0, unit_diagonal=False, block_size=None):
     triangular solve (backward stable either way), and at one column an
     emulated product would cost far more than the memory-bound native one.
     ``block_size``: rows per block (default: SUBSTITUTION_BLOCK for the array
-    module); t within one block is one vendor TRSM.
+    module, where None is no blocks); t within one block is one vendor TRSM.
     """
     nb = block_size or ns.substitution_block
     n = t.shape[0]
-    if n <= nb:
+    if nb is None or n <= nb:
         return ns.trsm(t, b, lower=lower, trans=trans, unit_diagonal=unit_diagonal)
     te = t.T if trans else t
     low = lower != bool(trans)
@@ -92,7 +92,8 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
         As scipy's; ``b`` is never overwritten.
     block_size : int, optional
         Rows per block of the blocked substitution (default: ozaki.linalg.BLOCK_SIZE
-        for as many right-hand sides or more, _backend.SUBSTITUTION_BLOCK for fewer).
+        for as many right-hand sides or more, _backend.SUBSTITUTION_BLOCK for fewer,
+        by default one vendor solve).
 
     Returns
     -------

@@ -181,6 +181,13 @@ def test_lu_solves_through_the_gpu_calls(rng):
     assert "dgemm" in cublas.calls and "dtrsm" in cublas.calls
 
 
-def test_default_substitution_blocks():
+def test_default_substitution_blocks(monkeypatch):
     assert set(_backend.SUBSTITUTION_BLOCK) == {"numpy", "cupy"}
-    assert Namespace(gpu=False).substitution_block == _backend.SUBSTITUTION_BLOCK["numpy"]
+    ns, cublas = emulated_gpu_namespace()
+    rng = np.random.default_rng(7)
+    t, b = np.triu(rng.standard_normal((30, 30))) + 6 * np.eye(30), rng.standard_normal((30, 1))
+    for default, calls in ((None, ["dtrsm"]), (8, ["dtrsm", "dgemm"] * 3 + ["dtrsm"])):
+        monkeypatch.setitem(_backend.SUBSTITUTION_BLOCK, "numpy", default)
+        cublas.calls.clear()
+        x = triangular.substitute(ns, t, b, lower=False)
+        assert cublas.calls == calls and np.allclose(t @ x, b)
