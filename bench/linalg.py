@@ -8,16 +8,25 @@ For each n, on the device: A = U diag(s) V^T with 2-norm condition number
 U^T of the same condition, x0 ~ N(0, 1) and b = A x0 rounded once (ozaki exact
 product).  Rows (median of CUDA-event timings after warm-up):
 
-    solve      cupy.linalg.solve vs ozaki.linalg.solve (LU on ozaki updates,
-               refinement on exact residuals): time, HPL rate 2/3 n^3 / t,
-               forward error, HPL scaled residual, refinement iterations
-    solve_pos  cupy.linalg.solve vs ozaki.linalg.solve(assume_a="pos") on S
+    solve      cupy.linalg.solve vs ozaki.linalg.solve (refinement on exact
+               residuals), once per factorization (--factorizations): "ozaki"
+               is solve's default, factorization="vendor" (cuSOLVER's getrf of
+               the equilibrated matrix), "ozaki f=ozaki" the blocked LU on ozaki
+               updates: time, HPL rate 2/3 n^3 / t, forward error, HPL scaled
+               residual, refinement iterations
+    solve_pos  cupy.linalg.solve vs ozaki.linalg.solve(assume_a="pos") on S (potrf
+               or the blocked Cholesky)
     lu         cupyx.scipy.linalg.lu_factor (getrf) vs ozaki.linalg.lu_factor
                (--lu-blocks: more ozaki rows at other panel widths)
     cholesky   cupy.linalg.cholesky (potrf) vs ozaki.linalg.cholesky
-    stages     one ozaki solve in parts: equilibrated factorization, the rcond
-               estimate, the refinement (time per iteration), against native
-               A @ x (DGEMV): where the time goes
+    stages     one ozaki solve in parts, per factorization: the equilibrated
+               factorization, the rcond estimate, one solve with the factors,
+               the refinement (in all and per iteration) and within it the
+               preparation of its exact residuals' left operand and one exact
+               residual; and one triangular solve with one column (U of the LU)
+               as solve runs it and by blocked substitution with the
+               --substitution-blocks (diagonal blocks on the vendor's TRSM,
+               native products between them)
     residual   one exact residual b - A x (ozaki exact product [A | b] @ [x; -1],
                and the double-double one [A | A | b] @ [x_hi; x_lo; -1])
 
@@ -139,21 +148,43 @@ class Native:
             self.xp.get_default_memory_pool().free_all_blocks()
 
 
-def stages(nat, a, b, repeats):
-    """Milliseconds of the parts of one ozaki.linalg.solve(a, b) (each timed alone, median)."""
-    from ozaki.linalg import basic, condest, refine
+def stages(nat, a, b, repeats, factorization="vendor", substitution_blocks=()):
+    """Milliseconds of the parts of one ozaki.linalg.solve(a, b, factorization=...) (each timed
+    alone, median), and of one triangular solve with one column (see the module docstring)."""
+    from ozaki.linalg import basic, condest, decomp_lu, refine, triangular
     from ozaki.linalg._backend import namespace
     ns = namespace(a)
     b2 = b.reshape(-1, 1)
-    t_factor = nat.time(lambda: basic._factor(ns, "gen", a, False, False, None, ()), 0, repeats)
-    op, f = basic._factor(ns, "gen", a, False, False, None, ())
+
+    def factor():
+        return basic._factor(ns, "gen", a, False, False, None, (), factorization)
+
+    t_factor = nat.time(factor, 0, repeats)
+    op, f = factor()
     t_rcond = nat.time(lambda: condest.rcond_1(ns, op, f), 0, repeats)
     x0 = f.solve(b2)
     t_first = nat.time(lambda: f.solve(b2), 0, repeats)
     t_refine = nat.time(lambda: refine.refine(ns, op, b2, f, x0), 0, repeats)
     _, tracks = refine.refine(ns, op, b2, f, x0)
+    iterations = tracks[0].iterations
+    parts = [x0, x0 * 2.0 ** -60]
+
+    def first_residual():                    # the left operand is prepared at its first product
+        left = refine.residual_operand(ns, op, b2, parts=2)
+        refine.exact_residual(ns, left, parts, [0])
+        return left
+
+    t_first_residual = nat.time(first_residual, 0, repeats)
+    left = first_residual()
+    t_residual = nat.time(lambda: refine.exact_residual(ns, left, parts, [0]), 0, repeats)
+    lu, _ = decomp_lu.decompose(ns, a, factorization=factorization)
+    t_triangular = nat.time(lambda: triangular.trsm(ns, lu, b2, lower=False), 1, repeats)
+    by_block = {str(nb): nat.time(lambda: triangular.substitute(ns, lu, b2, lower=False, block_size=nb), 1, repeats)
+                for nb in substitution_blocks}
     return {"factor_ms": t_factor, "rcond_ms": t_rcond, "first_solve_ms": t_first, "refine_ms": t_refine,
-            "iterations": tracks[0].iterations}
+            "iterations": iterations, "refine_per_iteration_ms": t_refine / max(iterations, 1),
+            "prepare_ms": t_first_residual - t_residual, "residual_ms": t_residual,
+            "triangular_ms": t_triangular, "substitution_block": ns.substitution_block, "substitution_ms": by_block}
 
 
 def residual_times(nat, a, b, repeats):
@@ -174,8 +205,13 @@ def residual_times(nat, a, b, repeats):
             "native_gemv_ms": nat.time(lambda: a @ x, 1, repeats)}
 
 
+# the row label of ozaki.linalg.solve with each factorization ("ozaki": solve's default)
+SOLVE_IMPLS = {"vendor": "ozaki", "ozaki": "ozaki f=ozaki"}
+
+
 def run(sizes, cond=1e10, backend="gpu", warmup=1, repeats=3, seed=20261204, ops=("solve", "solve_pos", "lu",
-                                                                                    "cholesky"), lu_blocks=()):
+                                                                                    "cholesky"), lu_blocks=(),
+        factorizations=("vendor", "ozaki"), substitution_blocks=()):
     """The benchmark rows (dicts) for each size; prints each row as it comes."""
     import ozaki.linalg as ol
     nat = Native(backend)
@@ -204,12 +240,14 @@ def run(sizes, cond=1e10, backend="gpu", warmup=1, repeats=3, seed=20261204, ops
                 ms = nat.time(lambda: nat.solve(m, rhs), warmup, repeats)
                 fe, res = accuracy(xp, m, rhs, nat.solve(m, rhs), lambda r: nat.lu_solve(lu_m, r), m_inf, b_inf)
                 add(op, "native", ms, hpl_rate(n, ms), fwd_err=fe, hpl_residual=res)
-                ms = nat.time(lambda: ol.solve(m, rhs, assume_a=kind), warmup, repeats)
-                x, info = ol.solve(m, rhs, assume_a=kind, full_output=True)
-                fe, res = accuracy(xp, m, rhs, x, lambda r: nat.lu_solve(lu_m, r), m_inf, b_inf)
-                add(op, "ozaki", ms, hpl_rate(n, ms), fwd_err=fe, hpl_residual=res,
-                    iterations=int(info.iterations), err_bnd_norm=float(info.err_bnds_norm[1]),
-                    err_bnd_comp=float(info.err_bnds_comp[1]), rcond=float(info.rcond))
+                for fac in factorizations:
+                    ms = nat.time(lambda: ol.solve(m, rhs, assume_a=kind, factorization=fac), warmup, repeats)
+                    x, info = ol.solve(m, rhs, assume_a=kind, full_output=True, factorization=fac)
+                    fe, res = accuracy(xp, m, rhs, x, lambda r: nat.lu_solve(lu_m, r), m_inf, b_inf)
+                    add(op, SOLVE_IMPLS[fac], ms, hpl_rate(n, ms), fwd_err=fe, hpl_residual=res,
+                        iterations=int(info.iterations), err_bnd_norm=float(info.err_bnds_norm[1]),
+                        err_bnd_comp=float(info.err_bnds_comp[1]), rcond=float(info.rcond), factorization=fac)
+                    nat.free()
             elif op == "lu":
                 ms = nat.time(lambda: nat.lu_factor(a), warmup, repeats)
                 add(op, "native", ms, hpl_rate(n, ms))
@@ -219,9 +257,11 @@ def run(sizes, cond=1e10, backend="gpu", warmup=1, repeats=3, seed=20261204, ops
                     ms = nat.time(lambda: ol.lu_factor(a, block_size=nb), warmup, repeats)
                     add(op, f"ozaki nb={nb}", ms, hpl_rate(n, ms), block_size=nb)
             elif op == "stages":
-                st = stages(nat, a, b, repeats)
-                add(op, "ozaki", st["factor_ms"] + st["rcond_ms"] + st["first_solve_ms"] + st["refine_ms"],
-                    hpl_rate(n, st["factor_ms"]), **st)
+                for fac in factorizations:
+                    st = stages(nat, a, b, repeats, fac, substitution_blocks)
+                    add(op, SOLVE_IMPLS[fac], st["factor_ms"] + st["rcond_ms"] + st["first_solve_ms"] + st["refine_ms"],
+                        hpl_rate(n, st["factor_ms"]), factorization=fac, **st)
+                    nat.free()
             elif op == "residual":
                 rt = residual_times(nat, a, b, repeats)
                 add(op, "native", rt["native_gemv_ms"], 2.0 * n * n / rt["native_gemv_ms"] / 1e9)
@@ -245,13 +285,16 @@ def print_row(r):
         if "iterations" in r:
             extra += f"  it {r['iterations']}  bound {r['err_bnd_norm']:.1e}"
     elif "factor_ms" in r:
-        extra = (f"  factor {r['factor_ms']:.1f}  rcond {r['rcond_ms']:.1f}  solve {r['first_solve_ms']:.1f}"
-                 f"  refine {r['refine_ms']:.1f} ms ({r['iterations']} it)")
+        blocks = "".join(f"  nb={nb} {ms:.2f}" for nb, ms in r["substitution_ms"].items())
+        extra = (f"  factor {r['factor_ms']:.1f}  rcond {r['rcond_ms']:.1f}  solve {r['first_solve_ms']:.2f}"
+                 f"  refine {r['refine_ms']:.1f} ms ({r['iterations']} it, {r['refine_per_iteration_ms']:.1f} per it;"
+                 f" prepare {r['prepare_ms']:.1f}, residual {r['residual_ms']:.2f})"
+                 f"  U solve {r['triangular_ms']:.2f}{blocks} ms")
     elif "exact_dd_ms" in r:
         unprepared = r.get("exact_unprepared_ms", float("nan"))
         extra = (f"  exact {r['exact_ms']:.2f} (unprepared {unprepared:.2f})  exact dd {r['exact_dd_ms']:.2f}"
                  f"  dgemv {r['native_gemv_ms']:.2f} ms")
-    print(f"{r['n']:6d} {r['op']:9s} {r['impl']:6s} {r['ms']:10.2f} ms {r['tflops']:7.2f} TFLOPS "
+    print(f"{r['n']:6d} {r['op']:9s} {r['impl']:13s} {r['ms']:10.2f} ms {r['tflops']:7.2f} TFLOPS "
           f"x{r['speedup']:5.2f}{extra}", flush=True)
 
 
@@ -279,6 +322,11 @@ def main(argv=None):
                     choices=["solve", "solve_pos", "lu", "cholesky", "stages", "residual"])
     ap.add_argument("--lu-blocks", type=int, nargs="*", default=[],
                     help="also time ozaki.linalg.lu_factor with these panel widths")
+    ap.add_argument("--factorizations", nargs="+", default=["vendor", "ozaki"], choices=["vendor", "ozaki"],
+                    help="solve's factorizations for the solve, solve_pos and stages rows (default both)")
+    ap.add_argument("--substitution-blocks", type=int, nargs="*", default=[512, 1024, 2048],
+                    help="stages: also time the one-column triangular solve by blocked substitution with these "
+                         "block sizes (default 512 1024 2048)")
     ap.add_argument("--backend", choices=["gpu", "cpu"], default="gpu",
                     help="gpu: cupy/cuSOLVER (default); cpu: numpy/LAPACK, for small n")
     ap.add_argument("--warmup", type=int, default=1)
@@ -286,7 +334,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=20261204)
     ap.add_argument("--out", help="write the rows as JSON here")
     a = ap.parse_args(argv)
-    rows = run(a.sizes, a.cond, a.backend, a.warmup, a.repeats, a.seed, tuple(a.ops), tuple(a.lu_blocks))
+    rows = run(a.sizes, a.cond, a.backend, a.warmup, a.repeats, a.seed, tuple(a.ops), tuple(a.lu_blocks),
+               tuple(a.factorizations), tuple(a.substitution_blocks))
     summ = summary(rows)
     print("\n     n op        ozaki/native time  native/ozaki fwd err")
     for s in summ:

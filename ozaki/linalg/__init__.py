@@ -7,9 +7,11 @@
 Blocked right-looking LU and Cholesky (and Householder QR for lstsq): panels on
 LAPACK / cuSOLVER, triangular solves on the vendor's TRSM, the GEMM/SYRK-shaped
 trailing updates on ``ozaki.matmul`` under the current ``ozaki.config``.
-``solve`` then refines with every residual b - A x computed exactly and
-rounded once (one exact-mode product), and on request returns xGESVXX-style
-normwise and componentwise error bounds.  numpy arrays run on the CPU, cupy
+``solve`` factors with the vendor's getrf / potrf by default (its
+``factorization``: refined, the factorization only supplies corrections),
+then refines with every residual b - A x computed exactly and rounded once
+(one exact-mode product), and on request returns xGESVXX-style normwise and
+componentwise error bounds.  numpy arrays run on the CPU, cupy
 arrays on the GPU (same code, array-module dispatch in ``_backend``).
 """
 

@@ -6,6 +6,16 @@ from ._backend import namespace
 
 _EXACT_KINDS = {"b", "i", "u", "f"}
 
+# How a matrix is factored: "ozaki", blocked with the trailing updates on ozaki
+# products; "vendor", LAPACK's / cuSOLVER's getrf or potrf on the whole matrix.
+FACTORIZATIONS = ("ozaki", "vendor")
+
+
+def check_factorization(factorization):
+    """ValueError unless ``factorization`` is one of FACTORIZATIONS."""
+    if factorization not in FACTORIZATIONS:
+        raise ValueError(f"factorization must be 'ozaki' or 'vendor', got {factorization!r}")
+
 
 def as_float64(ns, x, name, check_finite=True):
     """x as a float64 array of the namespace's module; refuses dtypes float64 cannot hold exactly."""

@@ -81,17 +81,21 @@ def _symmetric_from(xp, a, lower):
     return t + (xp.tril(a, -1) if lower else xp.triu(a, 1)).T
 
 
-def _factor(ns, kind, a, lower, transposed, block_size, index):
+def _factor(ns, kind, a, lower, transposed, block_size, index, factorization):
     """(the system's matrix A_op, a factorization of A_op) for one matrix.
 
     LU and Cholesky factor the power-of-two equilibrated matrix (see
     ozaki.linalg.equilibrate); A_op itself, which the exact residuals use, is
-    not scaled.
+    not scaled.  The vendor's getrf factors the equilibrated matrix's transpose,
+    which is column-major as LAPACK and cuSOLVER keep their matrices (the C-order
+    matrix itself would take a transposing copy first: 2 GB at n = 16384), in
+    place: a factorization of A^T is one of A, with its two solves swapped, and
+    partial pivoting on the rows of A^T (the columns of A) is as stable.
     """
     xp = ns.xp
     if kind == "pos":
         s = equilibrate.symmetric(xp, a)
-        f = CholeskyFactor.factor(ns, equilibrate.scaled(a, s, s), lower, block_size)
+        f = CholeskyFactor.factor(ns, equilibrate.scaled(a, s, s), lower, block_size, factorization)
         return _symmetric_from(xp, a, lower), equilibrate.Equilibrated(f, s, s)
     if kind in ("upper triangular", "lower triangular", "upper", "lower"):
         low = kind == "lower"
@@ -102,23 +106,26 @@ def _factor(ns, kind, a, lower, transposed, block_size, index):
         return (t.T, _Transposed(f)) if transposed else (t, f)
     op = _symmetric_from(xp, a, lower) if kind == "sym" else a
     r, c = equilibrate.general(xp, op)
-    f = LUFactor.factor(ns, equilibrate.scaled(op, r, c), block_size)
+    s = equilibrate.scaled(op, r, c)
+    vendor = factorization == "vendor"
+    f = LUFactor.factor(ns, s.T if vendor else s, block_size, factorization, overwrite=True)
     if f.zero_pivot() >= 0:
         raise LinAlgError(f"A singular matrix detected: slice(s) {list(index) or [0]} are singular.")
-    f = equilibrate.Equilibrated(f, r, c)
+    f = equilibrate.Equilibrated(_Transposed(f) if vendor else f, r, c)
     if transposed and kind == "gen":
         return op.T, _Transposed(f)
     return op, f
 
 
 def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True, assume_a=None,
-          transposed=False, *, refine=True, full_output=False, block_size=None):
+          transposed=False, *, refine=True, full_output=False, block_size=None, factorization=None):
     """Solve the equation ``a @ x = b`` for x, refined on exact residuals (scipy.linalg.solve).
 
     The matrix, equilibrated by powers of two (as LAPACK's xGESVXX), is factored
-    by a blocked LU with partial pivoting (or Cholesky for ``assume_a="pos"``)
-    whose trailing updates run on ozaki.matmul under the current
-    ``ozaki.config``; then, by default, iterative refinement with
+    by LU with partial pivoting (or Cholesky for ``assume_a="pos"``): the
+    vendor's (LAPACK / cuSOLVER) or a blocked one whose trailing updates run on
+    ozaki.matmul under the current ``ozaki.config`` (``factorization``); then,
+    by default, iterative refinement with
     each residual b - A x computed exactly and rounded once (one exact-mode
     ozaki product per iteration), x kept as a double-double and rounded to
     float64 at the end.  For condition numbers up to about 1e13..1e15 the
@@ -149,7 +156,21 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
     full_output : bool, optional
         Return (x, SolveInfo) with the error bounds (needs ``refine``).
     block_size : int, optional
-        Panel width of the factorization (default: ozaki.linalg.BLOCK_SIZE).
+        Panel width of the "ozaki" factorization and rows per block of the
+        triangular solves (default: ozaki.linalg.BLOCK_SIZE, and for solves with
+        fewer right-hand sides than that, _backend.SUBSTITUTION_BLOCK).
+    factorization : {None, "vendor", "ozaki"}, optional
+        "vendor": LAPACK's / cuSOLVER's getrf (potrf for "pos") on the whole
+        matrix; "ozaki": the blocked factorization of lu_factor and cholesky,
+        trailing updates on ozaki.matmul.  None (default): "vendor" with
+        ``refine``, "ozaki" without.  Refined on exact residuals, the solution's
+        accuracy does not depend on the factorization, which only supplies the
+        corrections: its rounding errors set how fast the iteration contracts
+        (about cond * eps * growth per step), so how many iterations run, and
+        the vendor's is the faster (cuSOLVER's getrf took 142 ms at n = 16384
+        on the H200, the blocked LU 182 ms).  Unrefined, the factorization's
+        accuracy is the solution's, and the ozaki updates are native or better
+        (ozaki.matmul's "accurate" mode).  Triangular systems are not factored.
 
     Returns
     -------
@@ -161,7 +182,8 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
     LinAlgError
         Exactly singular a; a not positive definite with "pos".
     ValueError
-        Shapes, unknown ``assume_a``, infs/NaNs, ``full_output`` without ``refine``.
+        Shapes, unknown ``assume_a`` or ``factorization``, infs/NaNs, ``full_output``
+        without ``refine``.
 
     Warns
     -----
@@ -172,6 +194,9 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
         raise ValueError(f"{assume_a} is not a recognized matrix structure")
     if full_output and not refine:
         raise ValueError("full_output needs refine=True: the error bounds come from the refinement")
+    if factorization is None:
+        factorization = "vendor" if refine else "ozaki"
+    _util.check_factorization(factorization)
     kind = _STRUCTURES[assume_a]
     ns, a, b2, batch, vector = _util.solve_operands(a, b, check_finite)
     xp = ns.xp
@@ -188,7 +213,7 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
             out[index] = rhs
             norm[index] = comp[index] = (1.0, 0.0, np.inf)     # nothing to be wrong about
             continue
-        op, f = _factor(ns, kind, mat, lower, transposed, block_size, index)
+        op, f = _factor(ns, kind, mat, lower, transposed, block_size, index, factorization)
         rc = condest.rcond_1(ns, op, f)
         rconds[index] = rc
         _warn_rcond(rc, index)

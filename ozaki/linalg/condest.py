@@ -12,7 +12,11 @@ ITMAX = 5
 
 
 def norm1_estimate(ns, apply, apply_t, n):
-    """A lower estimate of ||B||_1 for an n x n operator given x -> B x and x -> B^T x on (n, 1) arrays."""
+    """A lower estimate of ||B||_1 for an n x n operator given x -> B x and x -> B^T x on (n, 1) arrays.
+
+    Two host synchronisations per iteration: each decision's figures come to the
+    host together (on a GPU every float() of a device value waits for the device).
+    """
     xp = ns.xp
     if n == 0:
         return 0.0
@@ -20,20 +24,23 @@ def norm1_estimate(ns, apply, apply_t, n):
     est, sign_old, j_old = 0.0, None, -1
     for it in range(ITMAX):
         y = apply(x)
-        est_new = float(xp.abs(y).sum())
+        sign = xp.where(y >= 0, 1.0, -1.0)
+        figures = [xp.abs(y).sum()] + ([(sign == sign_old).all()] if sign_old is not None else [])
+        est_new, *same = _to_host(ns, figures)
         if not np.isfinite(est_new):
             return float("inf")
         if it > 0 and est_new <= est:
             break
         est = est_new
-        sign = xp.where(y >= 0, 1.0, -1.0)
-        if sign_old is not None and bool((sign == sign_old).all()):
+        if same and same[0]:
             break                                    # the same vertex again: converged
         sign_old = sign
         z = apply_t(sign)
-        zh = np.abs(ns.asnumpy(z).ravel())
-        j = int(np.argmax(zh))
-        if it > 0 and (j == j_old or zh[j] <= float((z * x).sum())):
+        az = xp.abs(z).ravel()
+        j = xp.argmax(az)
+        j, zj, ztx = _to_host(ns, [j, az[j], (z * x).sum()])
+        j = int(j)
+        if it > 0 and (j == j_old or zj <= ztx):
             break                                    # no better vertex: a local maximum
         j_old = j
         x = xp.zeros((n, 1))
@@ -43,6 +50,12 @@ def norm1_estimate(ns, apply, apply_t, n):
     alt = (1.0 - 2.0 * (i % 2)) * (1.0 + i / max(n - 1, 1))
     y = apply(xp.asarray(alt.reshape(n, 1)))
     return max(est, 2.0 * float(xp.abs(y).sum()) / (3.0 * n))
+
+
+def _to_host(ns, values):
+    """Device scalars (float, bool, or indices below 2^53) as host floats, in one transfer."""
+    xp = ns.xp
+    return [float(v) for v in ns.asnumpy(xp.stack([xp.asarray(v, dtype=xp.float64) for v in values]))]
 
 
 def inverse_norm1(ns, factor):

@@ -1,5 +1,6 @@
 """Cholesky: blocked right-looking, diagonal blocks on LAPACK/cuSOLVER potrf, the panel
-below them by the vendor TRSM, the SYRK-shaped trailing updates on ozaki products."""
+below them by the vendor TRSM, the SYRK-shaped trailing updates on ozaki products (or
+the vendor's potrf alone)."""
 
 from numpy.linalg import LinAlgError
 
@@ -55,27 +56,39 @@ def _symmetric_lower(xp, a, lower):
 
 
 class CholeskyFactor:
-    """A = L L^T of one symmetric positive definite matrix, with solves by A (= A^T)."""
+    """A = L L^T of one symmetric positive definite matrix, with solves by A (= A^T).
 
-    def __init__(self, ns, l):
-        self.ns, self.l, self.n = ns, l, l.shape[0]
+    ``block_size``: rows per block of its triangular solves (None: the defaults).
+    """
+
+    def __init__(self, ns, l, block_size=None):
+        self.ns, self.l, self.n, self.nb = ns, l, l.shape[0], block_size
 
     @classmethod
-    def factor(cls, ns, a, lower, block_size=None):
-        """Factor (lower triangle of a read when lower, else the upper); LinAlgError if not PD."""
-        l, info = cholesky_blocked(ns, _symmetric_lower(ns.xp, a, lower), block_size)
+    def factor(cls, ns, a, lower, block_size=None, factorization="ozaki"):
+        """Factor (lower triangle of a read when lower, else the upper); LinAlgError if not PD.
+
+        "ozaki": ``cholesky_blocked`` (block_size: its panel width); "vendor": the
+        vendor's potrf on the whole matrix.  block_size also blocks the solves.
+        """
+        _util.check_factorization(factorization)
+        if factorization == "vendor":
+            l, info = ns.potrf(a, lower)
+        else:
+            l, info = cholesky_blocked(ns, _symmetric_lower(ns.xp, a, lower), block_size)
         if info:
             raise LinAlgError(f"{info}-th leading minor of the array is not positive definite")
-        return cls(ns, l)
+        return cls(ns, l, block_size)
 
     def solve(self, b, block_size=None):
-        y = trsm(self.ns, self.l, b, lower=True, block_size=block_size)
-        return trsm(self.ns, self.l, y, lower=True, trans=1, block_size=block_size)
+        nb = block_size or self.nb
+        y = trsm(self.ns, self.l, b, lower=True, block_size=nb)
+        return trsm(self.ns, self.l, y, lower=True, trans=1, block_size=nb)
 
     solve_t = solve
 
 
-def cholesky(a, lower=False, overwrite_a=False, check_finite=True, *, block_size=None):
+def cholesky(a, lower=False, overwrite_a=False, check_finite=True, *, block_size=None, factorization="ozaki"):
     """Compute the Cholesky decomposition of a matrix (scipy.linalg.cholesky).
 
     Returns the upper-triangular U with a = U^T U (default), or the lower L with
@@ -84,7 +97,8 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True, *, block_size
 
     Blocked right-looking: potrf (LAPACK/cuSOLVER) on diagonal blocks of
     ``block_size``, the vendor's TRSM below them, trailing updates on ozaki.matmul
-    under the current ``ozaki.config``.
+    under the current ``ozaki.config``; ``factorization="vendor"``: the vendor's
+    potrf on the whole matrix instead.
 
     Raises
     ------
@@ -93,23 +107,25 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True, *, block_size
     ValueError
         Non-square input, infs or NaNs (check_finite).
     """
+    _util.check_factorization(factorization)
     ns = namespace(a)
     xp = ns.xp
     a = _util.square_stack(ns, a, "a", check_finite)
     out = xp.empty(a.shape, dtype=xp.float64)
     for index, mat in _util.stack_items(xp, a, a.shape[:-2]):
-        l = CholeskyFactor.factor(ns, mat, lower, block_size).l
+        l = CholeskyFactor.factor(ns, mat, lower, block_size, factorization).l
         out[index] = l if lower else l.T
     return out
 
 
-def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, block_size=None):
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, block_size=None, factorization="ozaki"):
     """Cholesky decomposition for use in cho_solve (scipy.linalg.cho_factor).
 
     Returns (c, lower): c holds the factor in the triangle named by ``lower``
-    (zeros in the other triangle).
+    (zeros in the other triangle).  ``factorization`` as for ``cholesky``.
     """
-    return cholesky(a, lower=lower, check_finite=check_finite, block_size=block_size), lower
+    return cholesky(a, lower=lower, check_finite=check_finite, block_size=block_size,
+                    factorization=factorization), lower
 
 
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, block_size=None):
@@ -125,5 +141,5 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, block_siz
     bb = xp.broadcast_to(b2, out.shape)
     for index, mat in _util.stack_items(xp, c, batch):
         l = xp.tril(mat) if lower else xp.tril(mat.T)
-        out[index] = CholeskyFactor(ns, l).solve(bb[index], block_size)
+        out[index] = CholeskyFactor(ns, l, block_size).solve(bb[index])
     return out[..., 0] if vector else out

@@ -8,16 +8,20 @@ away) is one exact-mode ozaki product
 
 rounded once, so r carries no error beyond that one rounding.  The left
 factor is the same in every iteration: it is prepared once (ozaki.prepare:
-its scans and int8 residues made at the first residual, kept for the others).  Until the
-corrections fall below DD_SWITCH, x is a plain float64 (x_lo = 0) and the
-product is [A | B] @ [x_hi; -E], half as wide.  The correction
+its scans and int8 residues made at the first residual, kept for the others).
+x is a double-double from the start (x_lo = 0 until a correction lands): a
+plain float64 x for the first, large corrections would take the product half
+as wide, [A | B] @ [x_hi; -E], but with a left factor of its own to prepare,
+which costs more than the narrower products save (at n = 16384 on the H200:
+38.5 ms to prepare [A | b], 7.9 ms per product with it, 18.5 ms per product
+with [A | A | b]; bench/RESULTS.md, run 9803231).  The correction
 dx = A^-1 r comes from the factorization; the stopping rules and the error
 bounds follow Demmel, Hida, Kahan, Li, Mukherjee and Riedy, "Error bounds from
 extra-precise iterative refinement" (ACM TOMS 32(2), 2006), as LAPACK's
 xLA_GERFSX_EXTENDED and xGERFSX implement them, with these differences:
 
-* x becomes a double-double once the corrections are small (LAPACK switches
-  when progress stalls);
+* x is a double-double throughout (LAPACK switches to extra precision when
+  progress stalls);
 * a correction is applied only while the normwise iteration contracts
   (ratio <= RTHRESH) or has converged, and a column stops at the first
   normwise stall, so a diverging iteration never moves x;
@@ -165,8 +169,12 @@ def exact_residual(ns, left, xs, columns):
     """
     xp = ns.xp
     k = left.shape[-1] - sum(x.shape[0] for x in xs)
-    sel = xp.zeros((k, len(columns)))
-    sel[xp.asarray(columns), xp.arange(len(columns))] = -1.0
+    if list(columns) == list(range(k)):
+        sel = -xp.eye(k)                      # every column: made on the device, nothing to send
+    else:
+        sel = np.zeros((k, len(columns)))
+        sel[list(columns), np.arange(len(columns))] = -1.0
+        sel = xp.asarray(sel)
     right = xp.concatenate(list(xs) + [sel], axis=0)
     return -ns.exact_gemm(left, right)        # RN(A x - b), negated exactly
 
@@ -191,10 +199,10 @@ def _metrics(ns, x_hi, dx):
     return ns.asnumpy(both)
 
 
-# x becomes a double-double once a correction is this small (relative, max norm); before,
-# plain float64 updates lose nothing that later corrections do not recover, and each
-# residual is one copy of A narrower
-DD_SWITCH = 2.0 ** -26
+def _index(xp, positions, k):
+    """The columns ``positions`` of a k-column array: all of them as a slice (a view, nothing
+    sent to the device), else an index array."""
+    return slice(None) if list(positions) == list(range(k)) else xp.asarray(positions)
 
 
 def refine(ns, a, b, factor, x0):
@@ -210,28 +218,20 @@ def refine(ns, a, b, factor, x0):
             t.final_dx_x = t.final_dz_z = 0.0
             t.done = True
         return x_hi, tracks
-    dd = False
-    left = residual_operand(ns, a, b, parts=1)
+    left = residual_operand(ns, a, b, parts=2)
     for _ in range(ITHRESH):
         cols = [j for j, t in enumerate(tracks) if not t.done]
         if not cols:
             break
-        c = xp.asarray(cols)
-        parts = [x_hi[:, c], x_lo[:, c]] if dd else [x_hi[:, c]]
-        dx = factor.solve(exact_residual(ns, left, parts, cols))
-        figures = _metrics(ns, x_hi[:, c], dx)
+        c = _index(xp, cols, k)
+        dx = factor.solve(exact_residual(ns, left, [x_hi[:, c], x_lo[:, c]], cols))
+        figures = _metrics(ns, x_hi[:, c], dx)          # one transfer (the exact product syncs once too)
         apply = [tracks[j].step(*figures[:, i]) for i, j in enumerate(cols)]
-        if not dd and min(t.dx_x for t in (tracks[j] for j in cols)) <= DD_SWITCH:
-            dd = True
-            left = residual_operand(ns, a, b, parts=2)
         use = [i for i, ok in enumerate(apply) if ok]
         if use:
-            u = xp.asarray(use)
-            cu = xp.asarray([cols[i] for i in use])
-            if dd:
-                x_hi[:, cu], x_lo[:, cu] = dd_add(x_hi[:, cu], x_lo[:, cu], dx[:, u])
-            else:
-                x_hi[:, cu] += dx[:, u]
+            u = _index(xp, use, len(cols))
+            cu = _index(xp, [cols[i] for i in use], k)
+            x_hi[:, cu], x_lo[:, cu] = dd_add(x_hi[:, cu], x_lo[:, cu], dx[:, u])
     for t in tracks:
         if not t.done:
             t.finish()

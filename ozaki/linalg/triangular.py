@@ -1,5 +1,6 @@
 """Triangular solves: blocked substitution, diagonal blocks on the vendor's TRSM, the
-off-diagonal (GEMM-shaped) updates on ozaki products."""
+off-diagonal (GEMM-shaped) updates on ozaki products for many right-hand sides and on
+native float64 products for few."""
 
 import numpy as np
 from numpy.linalg import LinAlgError
@@ -12,15 +13,18 @@ _TRANS = {0: 0, 1: 1, 2: 1, "N": 0, "T": 1, "C": 1}
 def trsm(ns, t, b, lower, trans=0, unit_diagonal=False, block_size=None):
     """op(t)^-1 b for a 2-D triangular t and a 2-D b (no singularity check).
 
-    With fewer right-hand sides than a block, or t within one block, this is the
-    vendor's triangular solve; otherwise blocked substitution whose updates
+    With fewer right-hand sides than a block this is ``substitute`` (native
+    float64 throughout); with t within one block, the vendor's triangular
+    solve; otherwise blocked substitution whose updates
     b[rest] -= t[rest, blk] @ x[blk] run on ozaki.matmul.
     """
     nb = block_size or ns.block_size
     n, k = b.shape
     if n == 0 or k == 0:
         return ns.xp.zeros((n, k))
-    if n <= nb or k < nb:
+    if k < nb:
+        return substitute(ns, t, b, lower, trans, unit_diagonal, block_size)
+    if n <= nb:
         return ns.trsm(t, b, lower=lower, trans=trans, unit_diagonal=unit_diagonal)
     # op(t) as a triangle of its own: the transpose of a lower triangle is upper
     te = t.T if trans else t
@@ -33,6 +37,38 @@ def trsm(ns, t, b, lower, trans=0, unit_diagonal=False, block_size=None):
         rest = slice(i1, n) if low else slice(0, i0)
         if rest.start != rest.stop:
             x[rest] -= ns.gemm(te[rest, i0:i1], x[i0:i1])
+    return x
+
+
+def substitute(ns, t, b, lower, trans=0, unit_diagonal=False, block_size=None):
+    """op(t)^-1 b for a 2-D triangular t and a 2-D b with few columns (no singularity check):
+    left-looking blocked substitution in native float64.
+
+    Block row by block row, in the order op(t) is solved: the block's rows take
+    x[blk] = b[blk] - op(t)[blk, done] @ x[done], one native product (DGEMV for
+    one column) over everything solved so far, then the vendor's TRSM on the
+    diagonal block.  Both read t where it lies.  The products are float64 BLAS /
+    cuBLAS products, not ozaki ones: these solves serve refinement corrections
+    and condition estimates, whose accuracy needs are those of a float64
+    triangular solve (backward stable either way), and at one column an
+    emulated product would cost far more than the memory-bound native one.
+    ``block_size``: rows per block (default: SUBSTITUTION_BLOCK for the array
+    module, where None is no blocks); t within one block is one vendor TRSM.
+    """
+    nb = block_size or ns.substitution_block
+    n = t.shape[0]
+    if nb is None or n <= nb:
+        return ns.trsm(t, b, lower=lower, trans=trans, unit_diagonal=unit_diagonal)
+    te = t.T if trans else t
+    low = lower != bool(trans)
+    x = ns.xp.array(b, dtype=ns.xp.float64, order="F", copy=True)   # the vendor solves in place
+    starts = range(0, n, nb) if low else reversed(range(0, n, nb))
+    for i0 in starts:
+        i1 = min(i0 + nb, n)
+        done = slice(0, i0) if low else slice(i1, n)
+        if done.start != done.stop:
+            ns.subtract_product(x[i0:i1], te[i0:i1, done], x[done])
+        ns.trsm_in_place(te[i0:i1, i0:i1], x[i0:i1], lower=low, unit_diagonal=unit_diagonal)
     return x
 
 
@@ -55,14 +91,17 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     overwrite_b, check_finite : bool, optional
         As scipy's; ``b`` is never overwritten.
     block_size : int, optional
-        Rows per block of the blocked substitution (default: ozaki.linalg.BLOCK_SIZE).
+        Rows per block of the blocked substitution (default: ozaki.linalg.BLOCK_SIZE
+        for as many right-hand sides or more, _backend.SUBSTITUTION_BLOCK for fewer,
+        by default one vendor solve).
 
     Returns
     -------
     x : (M,) or (..., M, N) ndarray
         Same array type as the inputs.  Blocks of the diagonal are solved by the
         vendor library, the updates between them on ozaki.matmul (under the
-        current ``ozaki.config``; only for many right-hand sides).
+        current ``ozaki.config``) for ``block_size`` right-hand sides or more,
+        on native float64 products for fewer.
 
     Raises
     ------

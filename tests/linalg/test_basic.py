@@ -16,6 +16,7 @@ from scipy.linalg import LinAlgWarning
 
 import ozaki.linalg as ol
 from ozaki.linalg import matrices, reference
+from ozaki.linalg._backend import Namespace
 
 EPS = np.finfo(np.float64).eps            # 2**-52
 
@@ -60,12 +61,13 @@ def _op(a, kw):
     return a.T if kw.get("transposed") else a
 
 
+@pytest.mark.parametrize("factorization", ["vendor", "ozaki"])
 @pytest.mark.parametrize("cond", [1e2, 1e6, 1e10, 1e13])
 @pytest.mark.parametrize("n", [8, 33, 96])
-def test_refined_solve_is_accurate_to_4_eps_up_to_cond_1e13(rng, n, cond):
+def test_refined_solve_is_accurate_to_4_eps_up_to_cond_1e13(rng, n, cond, factorization):
     a = matrices.random_cond(n, cond, rng)
     b = rng.standard_normal((n, 3))
-    x, info, e, en = _solve_checked(a, b, block_size=16)
+    x, info, e, en = _solve_checked(a, b, block_size=16, factorization=factorization)
     assert e["normwise_ref"].max() <= 4 * EPS
     assert (info.err_bnds_norm[:, 0] == 1).all()           # and the bound says so
     if cond >= 1e10:
@@ -80,6 +82,46 @@ def test_refined_solutions_are_almost_always_correctly_rounded(rng, cond):
     x, info, e, _ = _solve_checked(a, b)
     assert e["rounded"].mean() >= 0.95
     assert e["max_ulp"].max() <= 1.0
+
+
+@pytest.mark.parametrize("kind", ["gen", "pos"])
+@pytest.mark.parametrize("cond", [1e10, 1e13])
+def test_both_factorizations_give_the_same_refined_bits(rng, kind, cond):
+    # the factorization only supplies corrections: refined, both land on the correctly
+    # rounded solution, so where either is correctly rounded the other has the same bits
+    n = 64
+    a = matrices.random_cond(n, cond, rng, spd=kind == "pos")
+    b = rng.standard_normal((n, 3))
+    xs = reference.solve(a, b)
+    rounded = {}
+    for factorization in ("vendor", "ozaki"):
+        x, info, e, _ = _solve_checked(a, b, assume_a=kind, block_size=16, factorization=factorization)
+        assert e["normwise_ref"].max() <= 4 * EPS
+        rounded[factorization] = (x, np.array([[float(x[i, j]) == float(xs[i][j]) for j in range(3)]
+                                               for i in range(n)]))
+    (xv, rv), (xo, ro) = rounded["vendor"], rounded["ozaki"]
+    assert rv.mean() >= 0.95 and ro.mean() >= 0.95
+    assert np.array_equal(xv[rv | ro], xo[rv | ro])
+
+
+def test_default_factorization_follows_refine(rng, monkeypatch):
+    calls = []
+    real = Namespace.getrf
+    monkeypatch.setattr(Namespace, "getrf", lambda self, a, overwrite=False: calls.append(a.shape) or
+                        real(self, a, overwrite))
+    a = matrices.random_cond(20, 1e3, rng)
+    b = rng.standard_normal(20)
+    ol.solve(a, b, block_size=8)                      # refined: the vendor's getrf on the whole matrix
+    assert calls == [(20, 20)]
+    calls.clear()
+    ol.solve(a, b, refine=False, block_size=8)        # unrefined: the blocked LU, getrf on its panels
+    assert calls == [(20, 8), (12, 8), (4, 4)]
+    calls.clear()
+    ol.solve(a, b, factorization="ozaki", block_size=8)
+    assert calls == [(20, 8), (12, 8), (4, 4)]
+    x = ol.solve(a, b, refine=False, factorization="vendor")
+    assert calls[-1] == (20, 20)
+    assert_close(x, np.linalg.solve(a, b), 1e-11)
 
 
 @pytest.mark.parametrize("name,a,kind", [
@@ -214,6 +256,28 @@ def test_integer_and_float32_inputs_are_converted_exactly():
     assert np.allclose(ol.solve(a, b), np.linalg.solve(a.astype(float), b.astype(float)))
 
 
+@pytest.mark.parametrize("factorization", ["vendor", "ozaki"])
+def test_singular_and_indefinite_with_either_factorization(factorization):
+    singular = "A singular matrix detected: slice\\(s\\) \\[0\\] are singular."
+    for a in (np.zeros((3, 3)), np.array([[1.0, 2.0], [2.0, 4.0]]),                 # rank 1, exact zero pivot
+              np.array([[1.0, 0.0, 2.0], [3.0, 0.0, 1.0], [0.0, 0.0, 5.0]])):      # a zero column
+        with pytest.raises(LinAlgError, match=singular):
+            ol.solve(a, np.ones(a.shape[0]), factorization=factorization)
+        with pytest.raises(LinAlgError, match=singular):
+            ol.solve(a, np.ones(a.shape[0]), transposed=True, factorization=factorization)
+    stack = np.stack([np.eye(2), np.ones((2, 2))])
+    with pytest.raises(LinAlgError, match="slice\\(s\\) \\[1\\] are singular"):
+        ol.solve(stack, np.ones(2), factorization=factorization)
+    with pytest.raises(LinAlgError, match="^2-th leading minor of the array is not positive definite"):
+        ol.solve(np.array([[1.0, 2.0], [2.0, 1.0]]), np.ones(2), assume_a="pos", factorization=factorization)
+    a = np.diag([4.0, 1.0, -1.0])
+    a[0, 2] = 7.0                                                          # only in the upper triangle
+    with pytest.raises(LinAlgError, match="^3-th leading minor"):
+        ol.solve(a, np.ones(3), assume_a="pos", factorization=factorization)
+    a[2, 2] = 1.0                                      # now the lower triangle (diagonal) is definite
+    assert ol.solve(a, np.ones(3), assume_a="pos", lower=True, factorization=factorization).tolist() == [0.25, 1, 1]
+
+
 def test_errors_as_scipy():
     with pytest.raises(LinAlgError):
         ol.solve(np.zeros((3, 3)), np.ones(3))
@@ -221,6 +285,8 @@ def test_errors_as_scipy():
         ol.solve(np.array([[1.0, 2.0], [2.0, 4.0]]), np.ones(2))            # rank 1, exact zero pivot
     with pytest.raises(LinAlgError, match="not positive definite"):
         ol.solve(np.array([[1.0, 2.0], [2.0, 1.0]]), np.ones(2), assume_a="pos")
+    with pytest.raises(ValueError, match="factorization"):
+        ol.solve(np.eye(2), np.ones(2), factorization="cusolver")
     with pytest.raises(LinAlgError):
         ol.solve(np.triu(np.ones((3, 3))) - np.eye(3), np.ones(3), assume_a="upper triangular")
     with pytest.raises(ValueError, match="square"):

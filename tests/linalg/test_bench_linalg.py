@@ -39,16 +39,36 @@ def test_cpu_run_end_to_end(tmp_path):
                     "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     rows = data["rows"]
-    assert {(r["op"], r["impl"]) for r in rows} == {(op, impl) for op in ("solve", "solve_pos", "lu", "cholesky",
-                                                                          "residual")
-                                                    for impl in ("native", "ozaki")} | {("stages", "ozaki")}
-    st = next(r for r in rows if r["op"] == "stages")
-    assert st["iterations"] >= 2 and st["refine_ms"] > 0 and st["factor_ms"] > 0
+    both = ("ozaki", "ozaki f=ozaki")                       # solve's default (vendor factors) and the blocked ones
+    assert {(r["op"], r["impl"]) for r in rows} == ({(op, impl) for op in ("solve", "solve_pos", "lu", "cholesky",
+                                                                           "residual")
+                                                     for impl in ("native", "ozaki")}
+                                                    | {("stages", i) for i in both}
+                                                    | {("solve", both[1]), ("solve_pos", both[1])})
+    for impl, fac in zip(both, ("vendor", "ozaki")):
+        st = next(r for r in rows if r["op"] == "stages" and r["impl"] == impl)
+        assert st["factorization"] == fac
+        assert st["iterations"] >= 2 and st["refine_ms"] > 0 and st["factor_ms"] > 0
+        assert st["refine_per_iteration_ms"] == pytest.approx(st["refine_ms"] / st["iterations"])
+        assert st["residual_ms"] > 0 and st["triangular_ms"] > 0
+        assert set(st["substitution_ms"]) == {"512", "1024", "2048"} and min(st["substitution_ms"].values()) > 0
     for op in ("solve", "solve_pos"):
-        nat, oz = [next(r for r in rows if r["op"] == op and r["impl"] == i) for i in ("native", "ozaki")]
-        assert oz["fwd_err"] <= 4 * np.finfo(float).eps < 1e3 * 4 * np.finfo(float).eps < nat["fwd_err"]
-        assert oz["fwd_err"] <= oz["err_bnd_norm"] and oz["iterations"] >= 1
+        nat = next(r for r in rows if r["op"] == op and r["impl"] == "native")
+        for impl, fac in zip(both, ("vendor", "ozaki")):
+            oz = next(r for r in rows if r["op"] == op and r["impl"] == impl)
+            assert oz["factorization"] == fac
+            assert oz["fwd_err"] <= 4 * np.finfo(float).eps < 1e3 * 4 * np.finfo(float).eps < nat["fwd_err"]
+            assert oz["fwd_err"] <= oz["err_bnd_norm"] and oz["iterations"] >= 1
     assert data["meta"]["backend"] == "cpu" and data["summary"]
+
+
+def test_cpu_run_one_factorization_and_other_substitution_blocks(tmp_path):
+    out = tmp_path / "linalg.json"
+    assert bl.main(["--backend", "cpu", "--sizes", "40", "--repeats", "1", "--warmup", "0", "--ops", "stages",
+                    "--factorizations", "ozaki", "--substitution-blocks", "8", "40", "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["op"], r["impl"], r["factorization"]) for r in rows] == [("stages", "ozaki f=ozaki", "ozaki")]
+    assert set(rows[0]["substitution_ms"]) == {"8", "40"}
 
 
 def test_help_works_without_cupy():

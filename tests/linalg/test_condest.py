@@ -1,4 +1,5 @@
-"""Condition estimates: lower bounds of the true norms, close to them, as LAPACK's."""
+"""Condition estimates: lower bounds of the true norms, close to them, as LAPACK's; few host
+transfers."""
 
 import numpy as np
 import pytest
@@ -55,3 +56,56 @@ def test_skeel_numbers_against_explicit_inverse(rng):
     assert condest.skeel_rcond(NS, a, f) > 1e3 * condest.rcond_1(NS, a, f)
     x[3] = 0.0
     assert condest.skeel_rcond(NS, a, f, x) == 0.0
+
+
+def _norm1_estimate_one_value_at_a_time(apply, apply_t, n):
+    """xLACN2 as condest.norm1_estimate computed it before its host transfers were batched:
+    the estimator's mathematics, written plainly (numpy only)."""
+    x = np.full((n, 1), 1.0 / n)
+    est, sign_old, j_old = 0.0, None, -1
+    for it in range(condest.ITMAX):
+        y = apply(x)
+        est_new = float(np.abs(y).sum())
+        if not np.isfinite(est_new):
+            return float("inf")
+        if it > 0 and est_new <= est:
+            break
+        est = est_new
+        sign = np.where(y >= 0, 1.0, -1.0)
+        if sign_old is not None and (sign == sign_old).all():
+            break
+        sign_old = sign
+        z = apply_t(sign)
+        j = int(np.argmax(np.abs(z).ravel()))
+        if it > 0 and (j == j_old or abs(z[j, 0]) <= float((z * x).sum())):
+            break
+        j_old = j
+        x = np.zeros((n, 1))
+        x[j] = 1.0
+    i = np.arange(n, dtype=np.float64)
+    alt = (1.0 - 2.0 * (i % 2)) * (1.0 + i / max(n - 1, 1))
+    return max(est, 2.0 * float(np.abs(apply(alt.reshape(n, 1))).sum()) / (3.0 * n))
+
+
+class _CountingNamespace(Namespace):
+    """The CPU namespace, counting the transfers to the host (each one a synchronisation on a GPU)."""
+
+    def __init__(self):
+        super().__init__(gpu=False)
+        self.transfers = 0
+
+    def asnumpy(self, x):
+        self.transfers += 1
+        return super().asnumpy(x)
+
+
+@pytest.mark.parametrize("n", [1, 3, 25, 60])
+def test_norm1_estimate_is_xlacn2_with_two_transfers_per_iteration(rng, n):
+    for _ in range(10):
+        b = rng.standard_normal((n, n)) * np.exp2(rng.integers(-20, 20, (n, n)).astype(float))
+        steps = []
+        ns = _CountingNamespace()
+        est = condest.norm1_estimate(ns, lambda x: steps.append(1) or b @ x, lambda x: b.T @ x, n)
+        assert est == _norm1_estimate_one_value_at_a_time(lambda x: b @ x, lambda x: b.T @ x, n)
+        iterations = len(steps) - 1                                  # the last apply is Higham's vector
+        assert ns.transfers <= 2 * iterations

@@ -90,3 +90,24 @@ def test_input_checks():
     with pytest.raises(ValueError, match="infs or NaNs"):
         ol.cholesky(np.array([[np.nan]]))
     assert ol.cholesky(np.zeros((0, 0))).shape == (0, 0)
+
+
+def test_vendor_factorization_is_lapacks(rng):
+    a = matrices.random_cond(30, 1e8, rng, spd=True)
+    junk = rng.standard_normal((30, 30)) * 1e3
+    assert np.array_equal(ol.cholesky(np.tril(a) + np.triu(junk, 1), lower=True, factorization="vendor"),
+                          scipy.linalg.cholesky(a, lower=True))
+    # the upper triangle is read as the lower one of the transpose, as the blocked Cholesky's panels
+    u = ol.cholesky(np.triu(a) + np.tril(junk, -1), factorization="vendor", block_size=4)
+    assert np.array_equal(u, scipy.linalg.cholesky(a.T, lower=True).T)
+    assert np.array_equal(u, ol.cholesky(a, block_size=64))
+    c, lower = ol.cho_factor(a, lower=True, factorization="vendor")
+    assert lower and np.array_equal(c, scipy.linalg.cholesky(a, lower=True))
+    b = rng.standard_normal((30, 2))
+    assert_close(ol.cho_solve((c, lower), b), np.linalg.solve(a, b), 1e-7)
+    bad = a.copy()
+    bad[17, 17] = -1.0
+    with pytest.raises(LinAlgError, match="^18-th leading minor of the array is not positive definite"):
+        ol.cholesky(bad, factorization="vendor")
+    with pytest.raises(ValueError, match="factorization"):
+        ol.cholesky(a, factorization="cusolver")

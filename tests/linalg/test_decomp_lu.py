@@ -149,3 +149,48 @@ def test_lu_factor_object_solves(rng):
     assert_close(f.solve(b), np.linalg.solve(a, b), 1e-11)
     assert_close(f.solve_t(b), np.linalg.solve(a.T, b), 1e-11)
     assert f.zero_pivot() == -1
+
+
+@settings(max_examples=50, deadline=None)
+@given(m=st.integers(1, 60), k=st.integers(0, 60), seed=st.integers(0, 2 ** 32 - 1))
+def test_swaps_to_perm_is_the_sequence_of_swaps(m, k, seed):
+    rng = np.random.default_rng(seed)
+    k = min(k, m)
+    piv = np.array([rng.integers(i, m) for i in range(k)], dtype=np.int64)
+    rows = list(range(m))
+    for i, p in enumerate(piv):                             # LAPACK's xLASWP, one swap after another
+        rows[i], rows[p] = rows[p], rows[i]
+    assert decomp_lu.swaps_to_perm(piv, m).tolist() == rows
+
+
+def test_vendor_factorization_is_lapacks(rng):
+    a = rng.standard_normal((40, 40))
+    stack = np.stack([a, matrices.random_cond(40, 1e8, rng)])
+    lu, piv = ol.lu_factor(stack, factorization="vendor", block_size=8)       # the block size plays no part
+    for i in range(2):
+        lu2, piv2 = scipy.linalg.lu_factor(stack[i])
+        assert np.array_equal(lu[i], lu2) and np.array_equal(piv[i], piv2)
+    assert piv.dtype == np.int32
+    lu_r, piv_r = ol.lu_factor(a[:, :25], factorization="vendor")             # rectangular as scipy's
+    lu2, piv2 = scipy.linalg.lu_factor(a[:, :25])
+    assert np.array_equal(lu_r, lu2) and np.array_equal(piv_r, piv2)
+    with pytest.warns(LinAlgWarning, match="Diagonal number 2 is exactly zero"):
+        ol.lu_factor(np.ones((3, 3)), factorization="vendor")
+    with pytest.raises(ValueError, match="factorization"):
+        ol.lu_factor(a, factorization="magma")
+    with pytest.raises(ValueError, match="factorization"):
+        ol.lu_factor(np.zeros((0, 3, 3)), factorization="magma")              # checked with nothing to factor
+
+
+def test_lu_factor_objects_of_both_factorizations_solve(rng):
+    ns = Namespace(gpu=False)
+    a = matrices.random_cond(45, 1e6, rng)
+    b = rng.standard_normal((45, 2))
+    for factorization in ("vendor", "ozaki"):
+        f = decomp_lu.LUFactor.factor(ns, a, 7, factorization)
+        assert f.nb == 7 and f.zero_pivot() == -1
+        assert_close(f.solve(b), np.linalg.solve(a, b), 1e-9)               # blocked substitution, 7 rows
+        assert_close(f.solve_t(b), np.linalg.solve(a.T, b), 1e-9)
+        assert_close(f.solve(b, block_size=64), np.linalg.solve(a, b), 1e-9)
+    f = decomp_lu.LUFactor.factor(ns, np.asfortranarray(a.copy()), factorization="vendor", overwrite=True)
+    assert np.array_equal(f.lu, scipy.linalg.lu_factor(a)[0])

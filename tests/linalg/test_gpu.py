@@ -5,11 +5,13 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.linalg
 from numpy.linalg import LinAlgError
 from scipy.linalg import LinAlgWarning
 
 import ozaki.linalg as ol
-from ozaki.linalg import matrices, reference
+from ozaki.linalg import condest, decomp_lu, matrices, reference, triangular
+from ozaki.linalg._backend import Namespace
 
 pytestmark = pytest.mark.gpu
 EPS = np.finfo(np.float64).eps
@@ -21,18 +23,20 @@ def cp():
     return cupy
 
 
+@pytest.mark.parametrize("factorization", ["vendor", "ozaki"])
 @pytest.mark.parametrize("kind", ["gen", "pos"])
-def test_refined_solve_on_the_gpu(rng, cp, kind):
+def test_refined_solve_on_the_gpu(rng, cp, kind, factorization):
     a = matrices.random_cond(64, 1e12, rng, spd=kind == "pos")
     b = rng.standard_normal((64, 3))
-    x, info = ol.solve(cp.asarray(a), cp.asarray(b), assume_a=kind, full_output=True, block_size=16)
+    x, info = ol.solve(cp.asarray(a), cp.asarray(b), assume_a=kind, full_output=True, block_size=16,
+                       factorization=factorization)
     assert isinstance(x, cp.ndarray)
     xs = reference.solve(a, b)
     e = reference.errors(cp.asnumpy(x), xs)
     assert e["normwise_ref"].max() <= 4 * EPS
     assert (e["normwise"] <= info.err_bnds_norm[:, 1]).all()
     assert (e["componentwise"] <= info.err_bnds_comp[:, 1]).all()
-    x_cpu = ol.solve(a, b, assume_a=kind, block_size=16)
+    x_cpu = ol.solve(a, b, assume_a=kind, block_size=16, factorization=factorization)
     rounded = np.array([[float(x_cpu[i, j]) == float(xs[i][j]) for j in range(3)] for i in range(64)])
     assert rounded.mean() > 0.9
     assert np.array_equal(cp.asnumpy(x)[rounded], x_cpu[rounded])
@@ -82,3 +86,85 @@ def test_gpu_matrices_and_bench_smoke(cp, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LinAlgWarning)
         assert bl.main(["--sizes", "256", "--repeats", "1", "--out", str(tmp_path / "l.json")]) == 0
+
+
+def _views(cp, rng, n, lower):
+    """One triangle (the other one NaN) as cupy arrays in the layouts the solves meet: C and
+    Fortran order, blocks of larger C- and Fortran-order matrices, a strided view (copied)."""
+    t = rng.standard_normal((n, n)) + np.diag(np.full(n, 4.0))
+    t = np.where(np.tril(np.ones((n, n), bool)) if lower else np.triu(np.ones((n, n), bool)), t, np.nan)
+    big = np.full((n + 7, n + 9), np.nan)
+    big[3:3 + n, 5:5 + n] = t
+    wide = np.full((2 * n, 2 * n), np.nan)
+    wide[::2, ::2] = t
+    g, gw = cp.asarray(big), cp.asarray(wide)
+    return t, [cp.asarray(t), cp.asfortranarray(cp.asarray(t)), g[3:3 + n, 5:5 + n],
+               cp.asfortranarray(g)[3:3 + n, 5:5 + n], gw[::2, ::2]]
+
+
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("trans", [0, 1])
+@pytest.mark.parametrize("unit", [False, True])
+def test_cublas_triangular_solves_read_the_triangle_in_place(rng, cp, lower, trans, unit):
+    ns = Namespace(gpu=True)
+    n = 45
+    t, views = _views(cp, rng, n, lower)
+    for k in (1, 3):
+        b = rng.standard_normal((n, k))
+        want = scipy.linalg.solve_triangular(t, b, trans=trans, lower=lower, unit_diagonal=unit, check_finite=False)
+        for view in views:
+            x = ns.trsm(view, cp.asarray(b), lower, trans, unit)             # one DTRSM
+            assert np.abs(cp.asnumpy(x) - want).max() <= 1e-12 * np.abs(want).max()
+            for nb in (4, 16):                                              # blocked: DGEMM + DTRSM per block
+                x = triangular.substitute(ns, view, cp.asarray(b), lower, trans, unit, block_size=nb)
+                assert np.abs(cp.asnumpy(x) - want).max() <= 1e-12 * np.abs(want).max()
+
+
+def test_cublas_native_product_on_views(rng, cp):
+    ns = Namespace(gpu=True)
+    big = rng.standard_normal((40, 50))
+    g = cp.asarray(big)
+    for a, a_host in ((g[3:20, 7:30], big[3:20, 7:30]), (cp.asfortranarray(g)[3:20, 7:30], big[3:20, 7:30]),
+                      (g[3:20:2, 7:30], big[3:20:2, 7:30]), (g[5:6, 2:40], big[5:6, 2:40])):
+        b = rng.standard_normal((a_host.shape[1], 2))
+        c0 = rng.standard_normal((a_host.shape[0] + 4, 2))
+        c = cp.asfortranarray(cp.asarray(c0))
+        ns.subtract_product(c[2:2 + a_host.shape[0]], a, cp.asarray(b))
+        want = c0.copy()
+        want[2:2 + a_host.shape[0]] -= a_host @ b
+        assert np.abs(cp.asnumpy(c) - want).max() <= 1e-13 * np.abs(want).max()
+
+
+def test_vendor_factorizations_on_the_gpu(rng, cp):
+    import cupyx.scipy.linalg as csl
+    a = matrices.random_cond(70, 1e8, rng)
+    lu, piv = ol.lu_factor(cp.asarray(a), factorization="vendor")
+    lu2, piv2 = csl.lu_factor(cp.asarray(a))
+    assert cp.array_equal(lu, lu2) and np.array_equal(cp.asnumpy(piv), cp.asnumpy(piv2))
+    b = rng.standard_normal((70, 2))
+    f = decomp_lu.LUFactor.factor(Namespace(gpu=True), cp.asarray(a), 16, "vendor")
+    for x, want in ((f.solve(cp.asarray(b)), np.linalg.solve(a, b)),
+                    (f.solve_t(cp.asarray(b)), np.linalg.solve(a.T, b))):
+        assert np.abs(cp.asnumpy(x) - want).max() <= 1e-6 * np.abs(want).max()     # cond 1e8
+    s = matrices.random_cond(50, 1e6, rng, spd=True)
+    junk = rng.standard_normal((50, 50)) * 1e3
+    for lower, m in ((True, np.tril(s) + np.triu(junk, 1)), (False, np.triu(s) + np.tril(junk, -1))):
+        c = cp.asnumpy(ol.cholesky(cp.asarray(m), lower=lower, factorization="vendor"))
+        want = scipy.linalg.cholesky(s, lower=lower)
+        assert np.abs(c - want).max() <= 1e-10 * np.abs(want).max()
+    s[13, 13] = -1.0
+    with pytest.raises(LinAlgError, match="14-th leading minor"):
+        ol.cholesky(cp.asarray(s), factorization="vendor")
+    with pytest.raises(LinAlgError, match="14-th leading minor"):
+        ol.solve(cp.asarray(s), cp.ones(50), assume_a="pos")
+    with pytest.raises(LinAlgError, match="singular"):
+        ol.solve(cp.ones((5, 5)), cp.ones(5))
+
+
+def test_condition_estimate_on_the_gpu(rng, cp):
+    a = matrices.random_cond(60, 1e9, rng)
+    true = 1 / (np.abs(a).sum(axis=0).max() * np.abs(np.linalg.inv(a)).sum(axis=0).max())
+    ns = Namespace(gpu=True)
+    f = decomp_lu.LUFactor.factor(ns, cp.asarray(a), 16, "vendor")
+    rc = condest.rcond_1(ns, cp.asarray(a), f)
+    assert true * (1 - 1e-3) <= rc <= 10 * true

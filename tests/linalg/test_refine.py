@@ -43,6 +43,19 @@ def test_exact_residual_is_the_exact_residual_rounded_once(rng, spread):
     assert np.array_equal(r1, np.array([[float(v) for v in row] for row in exact]))
 
 
+@pytest.mark.parametrize("cols", [[0, 1, 2], [1], [2, 1]])
+def test_exact_residual_of_every_column_or_some(rng, cols):
+    # every column in order takes the selection -I made on the device; others an index array
+    n = 7
+    a = _wide(rng, (n, n), 30)
+    b = rng.standard_normal((n, 3))
+    hi = rng.standard_normal((n, len(cols)))
+    lo = hi * 2.0 ** -60
+    r = refine.exact_residual(NS, refine.residual_operand(NS, a, b), [hi, lo], cols)
+    exact = _exact_residual_fractions(a, b[:, cols], hi, lo)
+    assert np.array_equal(r, np.array([[float(v) for v in row] for row in exact]))
+
+
 def test_exact_residual_of_the_exact_solution_is_zero():
     a = np.array([[2.0, 1.0], [1.0, 3.0]])
     x = np.array([[1.0], [-2.0]])
