@@ -15,11 +15,14 @@
 #             table (512^3 fftn and rfftn, a batch of 4096 x 1024, 2^24), a cProfile of fftn 256^3,
 #             ozaki.matmul at 49152
 #   benches   GPU tests of the last fixes, certified's time split, FFT and linalg (prepared operands)
+#   fftfix    GPU tests of the FFT, prepared, dask and linalg changes; the FFT issue's table after the
+#             GEMM-tile, constants-cache and zero-sign fixes, 512^3 under the direct plan and on the fused
+#             path, linalg at 16384, fftn 1024^3 (row blocks)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -100,6 +103,16 @@ elif [ "$profile" = last ]; then     # the FFT's zero signs on the device, certi
     stage fft_profile 60 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.fft --profile 256
     stage gemm49k 100 python3 -m bench.gemm --sizes 49152 --families normal --no-emulated --samples 2 \
         --repeats 1 --modes accurate --out "$W/gemm49k.json"
+elif [ "$profile" = fftfix ]; then   # after the FFT fixes and the linalg solve changes
+    stage gpu_fix 180 python3 -m pytest -q --durations=10 -m gpu tests/fft/test_fft_gpu.py tests/linalg/test_gpu.py \
+        tests/backends/test_prepared_gpu.py tests/test_dask.py -p no:cacheprovider --junitxml="$W/gpu_fix.xml"
+    stage fft 130 python3 -m bench.fft --cubes 128 256 512 --real-cubes 512 --batches 4096x1024 \
+        --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft.json"
+    stage fft_direct 40 python3 -m bench.fft --cubes 512 --sizes --epilogue 1500 --repeats 2 --out "$W/fft_direct.json"
+    stage fft_fused 40 python3 -m bench.fft --cubes 512 --sizes --path fused --repeats 2 --out "$W/fft_fused.json"
+    stage linalg 110 python3 -m bench.linalg --sizes 16384 --ops solve solve_pos stages residual \
+        --factorizations vendor --substitution-blocks 512 2048 --out "$W/linalg.json"
+    stage fft_1024 60 python3 -m bench.fft --cubes 1024 --sizes --repeats 1 --out "$W/fft_1024.json"
 else
     # The verification suite is mostly CPU work (fraction references): it runs beside the
     # GPU tests, and the timed benchmarks start only when both are done.
@@ -127,6 +140,6 @@ for f in linalg dask certified; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
 [ -f "$W/fft_profile.txt" ] && { echo "== FFT profile =="; head -45 "$W/fft_profile.txt"; }
-ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_table.txt "$W"/fft_cublas.txt 2>/dev/null; }
+ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_table.txt "$W"/fft_cublas.txt "$W"/fft_direct.txt "$W"/fft_fused.txt "$W"/fft_1024.txt 2>/dev/null; }
 [ -f "$W/verify.txt" ] && { echo "== verify =="; grep -E "FAIL|fail|verify:" "$W/verify.txt" | tail -8; }
 } | tee "$OUT/summary.txt"
