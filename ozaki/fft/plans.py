@@ -7,10 +7,10 @@ multiply-add of one row (all moduli), fitted to the CPU pipeline:
 * a product costs a fixed PRODUCT (planning, residue split, CRT set-up:
   ~2.5 ms on the CPU), plus CONSTANT per entry of its constant matrix (whose
   residues are formed on every call), plus per row K + EPILOGUE per complex
-  output (K the inner length: 2 N1 for hi + lo constants; EPILOGUE, the CRT
-  and rounding of an output, weighs several hundred multiply-adds on the CPU
-  and fewer on the GPU: the value is a compromise); a real product costs a
-  third of a complex one.
+  output (K the inner length: 2 N1 for hi + lo constants; EPILOGUE, everything
+  an output costs besides its multiply-adds: on the GPU each modulus' int32
+  products through memory, the CRT and rounding, the plan's passes; set from
+  the H200, see below); a real product costs a third of a complex one.
 * direct (one product with the N x N DFT matrix, or for real kinds a real
   product with half of it) against six-step (stage 1, its remainder, stage 2:
   three products with N1- and N2-point matrices, three epilogues per point).
@@ -46,7 +46,14 @@ SMALL_DIRECT = 48         # direct at any row count up to here
 DIRECT_ANY_MAX = 4096     # direct DFT up to here (lengths without a usable factorization beyond: Bluestein)
 FOLD_MIN_ROWS = 16        # rows from which stage 2 folds its twiddles and the costs count per row
 # the cost model (units: one complex multiply-add of one row, all moduli)
-EPILOGUE = 300            # per complex output of a product
+# per complex output of a product.  Measured on the H200 (run f3b94f5, bench.fft
+# --epilogue): a 512^3 fftn took 505 ms direct against 2527 ms six-step (32 x 16),
+# about 1.3 ns a point direct against 6 ns a point for the three products of
+# six-step; 1500 makes batches direct up to about 1500 points.  The CPU, whose
+# plans are the same (the same bits), took a 64 x 512 batch in 0.30 s direct
+# against 0.41 s six-step, 64 x 1024 in 1.35 s against 0.82 s (was 300: six-step
+# from 512 points on).
+EPILOGUE = 1500
 PRODUCT = 380_000         # per product
 CONSTANT = 170            # per complex entry of a constant matrix
 # fewer rows (ms on the CPU, fitted to single transforms of 32..509 points): a direct product,
