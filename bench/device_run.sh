@@ -15,6 +15,8 @@
 #             table (512^3 fftn and rfftn, a batch of 4096 x 1024, 2^24), a cProfile of fftn 256^3,
 #             ozaki.matmul at 49152
 #   benches   GPU tests of the last fixes, certified's time split, FFT and linalg (prepared operands)
+#   residual  GPU tests of the exact residual kernel and the FFT plans; linalg at 16384 with it; the
+#             FFT table under the direct plans; fftn 1024^3
 #   fftfix    GPU tests of the FFT, prepared, dask and linalg changes; the FFT issue's table after the
 #             GEMM-tile, constants-cache and zero-sign fixes, 512^3 under the direct plan and on the fused
 #             path, linalg at 16384, fftn 1024^3 (row blocks)
@@ -22,7 +24,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -103,6 +105,14 @@ elif [ "$profile" = last ]; then     # the FFT's zero signs on the device, certi
     stage fft_profile 60 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.fft --profile 256
     stage gemm49k 100 python3 -m bench.gemm --sizes 49152 --families normal --no-emulated --samples 2 \
         --repeats 1 --modes accurate --out "$W/gemm49k.json"
+elif [ "$profile" = residual ]; then  # the exact residual kernel, the FFT's direct plans
+    stage gpu_residual 130 python3 -m pytest -q --durations=6 -m gpu tests/linalg/test_gpu.py tests/fft/test_fft_gpu.py \
+        -p no:cacheprovider --junitxml="$W/gpu_residual.xml"
+    stage linalg 60 python3 -m bench.linalg --sizes 16384 --ops solve solve_pos stages residual \
+        --factorizations vendor --out "$W/linalg.json"
+    stage fft 80 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+        --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft.json"
+    stage fft_1024 90 python3 -m bench.fft --cubes 1024 --sizes --repeats 1 --out "$W/fft_1024.json"
 elif [ "$profile" = fftfix ]; then   # after the FFT fixes and the linalg solve changes
     stage gpu_fix 180 python3 -m pytest -q --durations=10 -m gpu tests/fft/test_fft_gpu.py tests/linalg/test_gpu.py \
         tests/backends/test_prepared_gpu.py tests/test_dask.py -p no:cacheprovider --junitxml="$W/gpu_fix.xml"

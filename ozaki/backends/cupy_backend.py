@@ -647,3 +647,63 @@ def zero_terms_negative(terms, rows, outs, N, sign):
                                                cupy.ascontiguousarray(outs, dtype=cupy.int64), np.int64(count),
                                                np.int64(N), np.int32(sign), negative))
     return negative
+
+
+# ----------------------------------------------------------- exact residuals --
+
+EXACT_DOT_WARPS = 4            # rows of a block at a time (a warp each)
+
+
+def exponent_figures(x):
+    """numpy_backend.exponent_range of x as host ints (least, top, finite): one transfer."""
+    from . import numpy_backend
+    return tuple(int(v) for v in cupy.stack([cupy.asarray(v).astype(cupy.int64)
+                                             for v in numpy_backend.exponent_range(x, cupy)]).get())
+
+
+def exact_residual(a, xs, b, a_figures=None):
+    """RN(b - a @ (x_0 + ... )) per column, each entry the exact value rounded once (+0 for an
+    exact zero), by kernels/exact_dot.cu; None where the fixed-point window would need more
+    than crt.kulisch.EXACT_DOT_DIGITS limbs, or an input is not finite (the caller then
+    takes the exact ozaki product).
+
+    a: (n, m) float64 (any strides); xs: one or two (m, k) float64; b: (n, k) float64;
+    a_figures: exponent_figures(a), when the caller keeps them across calls with the same
+    a (a pass over a saved).  One host synchronization (the window) per call, then a
+    launch per column.
+    """
+    from ..crt import kulisch
+    from . import numpy_backend
+    n, m = a.shape
+    k = b.shape[1]
+    if len(xs) not in (1, 2) or n == 0:
+        return None
+    figures = [v for x in (cupy.stack(xs), b) for v in numpy_backend.exponent_range(x, cupy)]
+    if a_figures is None:
+        figures = list(numpy_backend.exponent_range(a, cupy)) + figures
+    host = tuple(int(v) for v in cupy.stack([cupy.asarray(v).astype(cupy.int64) for v in figures]).get())
+    la, ta, fa, lx, tx, fx, lb, tb, fb = (tuple(a_figures) if a_figures is not None else ()) + host
+    if not (fa and fx and fb):
+        return None
+    none = numpy_backend.NO_EXPONENT
+    products = la != none and lx != none
+    window = kulisch.exact_dot_window(la + lx if products else None, lb if lb != none else None,
+                                      ta + tx, tb, len(xs) * m)
+    if window is None:
+        return None
+    base, digits = window
+    shared = EXACT_DOT_WARPS * digits * 32 * 8
+    kern = _kernel("exact_dot.cu", "exact_residual", (("DIGITS", digits), ("WARPS", EXACT_DOT_WARPS)), _device(),
+                   None, shared)
+    r = cupy.empty((n, k), dtype=cupy.float64)
+    blocks = (int(min(-(-n // EXACT_DOT_WARPS), 65535)),)
+    rs, cs = a.strides[0] // 8, a.strides[1] // 8
+    for c in range(k):
+        x0 = cupy.ascontiguousarray(xs[0][:, c])
+        x1 = cupy.ascontiguousarray(xs[1][:, c]) if len(xs) == 2 else x0
+        out = cupy.empty(n, dtype=cupy.float64)
+        kern(blocks, (EXACT_DOT_WARPS * 32,), (a, np.int64(rs), np.int64(cs), np.int64(n), np.int64(m), x0, x1,
+                                               np.int32(len(xs)), cupy.ascontiguousarray(b[:, c]), np.int64(base),
+                                               out), shared_mem=shared)
+        r[:, c] = out
+    return r

@@ -274,3 +274,21 @@ def zero_terms_negative(terms, rows, outs, N, sign):
         negative[i:i + step] = present & all_negative
     return negative
 
+
+
+# ----------------------------------------------------------- exact residuals --
+
+NO_EXPONENT = 1 << 20          # exponent_range's least for arrays without a nonzero entry
+
+def exponent_range(x, xp=np):
+    """(least last-bit exponent, top, finite) of the finite nonzero entries of x, as array
+    scalars: every such |x_i| = m 2**e with an integer m and e >= least, and |x_i| <
+    2**top; least = NO_EXPONENT and top = -NO_EXPONENT when there is none.  One
+    reduction each (xp: numpy or cupy): the figures of kernels/exact_dot.cu's window
+    (crt.kulisch.exact_dot_window)."""
+    finite = xp.isfinite(x).all()
+    nonzero = (x != 0) & xp.isfinite(x)
+    e = xp.frexp(xp.where(nonzero, x, 1.0))[1].astype(xp.int64)         # |x| < 2**e, e - 53 its last bit
+    least = xp.where(nonzero, xp.maximum(e - 53, -1074), NO_EXPONENT).min() if x.size else xp.asarray(NO_EXPONENT)
+    top = xp.where(nonzero, e, -NO_EXPONENT).max() if x.size else xp.asarray(-NO_EXPONENT)
+    return least, top, finite

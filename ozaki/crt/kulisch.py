@@ -137,3 +137,31 @@ def round_to(limbs, exponent, dtype=np.float64):
 def round_to_float64(limbs, exponent):
     """``round_to(limbs, exponent, numpy.float64)``."""
     return round_to(limbs, exponent, np.float64)
+
+
+# Accumulator sizes (limbs) the exact residual kernel is compiled for
+# (kernels/exact_dot.cu); a wider window takes the ozaki product instead.
+EXACT_DOT_DIGITS = (8, 16, 32, 64)
+
+
+def exact_dot_window(low_products, low_b, top_products, top_b, terms):
+    """(base, digits) of a fixed-point accumulator that holds b - sum of ``terms`` products
+    exactly (kernels/exact_dot.cuh), or None when it needs more than EXACT_DOT_DIGITS[-1]
+    limbs.
+
+    low_products: a lower bound of every product's last bit exponent (the least last
+    bit of A's nonzero entries plus that of x's), None without nonzero products;
+    low_b likewise for b; top_products, top_b: exponents with every |product| below
+    2**top_products and every |b_i| below 2**top_b.  base is a multiple of LIMB_BITS at
+    or below every term's last bit; the limbs reach past the largest possible sum
+    (terms + 1 terms, with its sign) by a limb.
+    """
+    lows = [v for v in (low_products, low_b) if v is not None]
+    if not lows:
+        return 0, EXACT_DOT_DIGITS[0]
+    base = min(lows) // LIMB_BITS * LIMB_BITS
+    tops = [t for t, low in ((top_products, low_products), (top_b, low_b)) if low is not None]
+    top = max(tops) + (terms + 1).bit_length() + 1
+    digits = -(-(top - base) // LIMB_BITS) + 1
+    fits = [d for d in EXACT_DOT_DIGITS if d >= digits]
+    return (base, fits[0]) if fits else None

@@ -160,6 +160,23 @@ class Namespace:
         """a prepared as the left operand of many exact_gemm products (ozaki.prepare)."""
         return ozaki.prepare(a, "left", mode="exact", num_moduli=None)
 
+    def exact_residual(self, a, xs, b, a_figures=None):
+        """RN(b - a (x_0 + ...)) exactly, rounded once, by the GPU's exact dot kernel
+        (cupy_backend.exact_residual; a_figures: exponent_figures(a), kept by the caller);
+        None where it does not apply (the CPU, windows past its accumulator, non-finite
+        inputs): then the exact ozaki product."""
+        if not self.gpu:
+            return None
+        from ozaki.backends import cupy_backend
+        return cupy_backend.exact_residual(a, xs, b, a_figures)
+
+    def exponent_figures(self, a):
+        """The figures of a that exact_residual reads (GPU only; None on the CPU)."""
+        if not self.gpu:
+            return None
+        from ozaki.backends import cupy_backend
+        return cupy_backend.exponent_figures(a)
+
 
 def _cupy_libs():
     """cupy's cuBLAS and cuSOLVER bindings and its device module (handles)."""

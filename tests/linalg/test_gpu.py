@@ -168,3 +168,41 @@ def test_condition_estimate_on_the_gpu(rng, cp):
     f = decomp_lu.LUFactor.factor(ns, cp.asarray(a), 16, "vendor")
     rc = condest.rcond_1(ns, cp.asarray(a), f)
     assert true * (1 - 1e-3) <= rc <= 10 * true
+
+
+def test_exact_residual_kernel_against_fractions(rng, cp):
+    """The GPU's exact residual (kernels/exact_dot.cu) is RN(b - A (x_hi + x_lo)) bit for bit,
+    against fractions, on wide exponent ranges, cancellation (b the rounded A x), transposed
+    views, several columns and exact zeros (+0); past its window it declines (None) and the
+    refinement's Residuals take the exact product, with the same bits."""
+    from fractions import Fraction
+    from ozaki.backends import cupy_backend
+    from ozaki.linalg import refine
+    from ozaki.reference import round_fraction
+    n = 48
+    for spread in (0, 30, 150):
+        a = rng.standard_normal((n, n)) * np.exp2(rng.integers(-spread, spread + 1, (n, n)))
+        a[rng.random((n, n)) < 0.1] = 0.0
+        x_hi = rng.standard_normal((n, 2)) * np.exp2(rng.integers(-spread, spread + 1, (n, 2)))
+        x_lo = x_hi * 2.0 ** -54 * rng.standard_normal((n, 2))
+        for b in (rng.standard_normal((n, 2)), a @ x_hi):
+            for A in (a, a.T):
+                got = cupy_backend.exact_residual(cp.asarray(A), [cp.asarray(x_hi), cp.asarray(x_lo)],
+                                                  cp.asarray(b))
+                assert got is not None
+                want = np.array([[round_fraction(Fraction(float(b[i, c])) - sum(
+                    Fraction(float(A[i, j])) * (Fraction(float(x_hi[j, c])) + Fraction(float(x_lo[j, c])))
+                    for j in range(n))) for c in range(2)] for i in range(n)])
+                assert np.array_equal(cp.asnumpy(got).view(np.int64), want.view(np.int64))
+    ints = rng.integers(-4, 5, (n, n)).astype(float)
+    x = rng.integers(-4, 5, (n, 1)).astype(float)
+    zero = cupy_backend.exact_residual(cp.asarray(ints), [cp.asarray(x)], cp.asarray(ints @ x))
+    assert np.array_equal(cp.asnumpy(zero).view(np.int64), np.zeros((n, 1)).view(np.int64))
+    # a window past 64 limbs: the kernel declines, Residuals falls back with the same bits
+    a = np.array([[2.0 ** 900, 2.0 ** -900], [1.0, 1.0]])
+    xs = [np.array([[2.0 ** 100], [2.0 ** -100]]), np.zeros((2, 1))]
+    b = np.array([[1.0], [3.0]])
+    assert cupy_backend.exact_residual(cp.asarray(a), [cp.asarray(v) for v in xs], cp.asarray(b)) is None
+    gpu = refine.Residuals(Namespace(True), cp.asarray(a), cp.asarray(b))([cp.asarray(v) for v in xs], [0])
+    cpu = refine.Residuals(Namespace(False), a, b)(xs, [0])
+    assert np.array_equal(cp.asnumpy(gpu).view(np.int64), cpu.view(np.int64))

@@ -1,0 +1,71 @@
+// Normalizing signed 32-bit limbs and the one rounding: shared by kulisch.cuh
+// (the CRT epilogues) and exact_dot.cuh (exact residuals).  No constant tables.
+#pragma once
+
+__device__ __forceinline__ void normalize(long long* a, int L) {
+    for (int l = 0; l < L - 1; ++l) {
+        long long carry = a[l] >> 32;              // arithmetic shift: floor division
+        a[l] &= 0xFFFFFFFFLL;
+        a[l + 1] += carry;
+    }
+}
+
+// The output formats of round_to: the bits of the significand and the
+// exponent of the least subnormal's bit (ozaki/crt/kulisch.py, rounding_format).
+template <typename F> struct Format;
+template <> struct Format<double> { static constexpr int PREC = 53, LSB_MIN = -1074; };
+template <> struct Format<float> { static constexpr int PREC = 24, LSB_MIN = -149; };
+
+// RN(int(a) * 2**exponent) in the format F, rounded once, for normalized
+// limbs a; a is overwritten.  The rounded value is formed in a double, where
+// it is exact (at most PREC + 1 <= 54 bits; beyond double's range only if it
+// overflows F too), so its conversion to F is exact: no double rounding.
+// L is a compile-time constant at every call, so the loops unroll and the
+// limbs stay in registers (no run-time index into a[]).
+template <int L, typename F = double>
+__device__ __forceinline__ F round_to(long long* a, long long exponent) {
+    constexpr int PREC = Format<F>::PREC, LSB_MIN = Format<F>::LSB_MIN;
+    bool negative = a[L - 1] < 0;
+    if (negative) {
+#pragma unroll
+        for (int l = 0; l < L; ++l) a[l] = -a[l];
+        normalize(a, L);
+    }
+    // Slide a three-limb window up the limbs; keep the one at the top nonzero limb.
+    int top = -1;
+    unsigned long long l2 = 0, l1 = 0, l0 = 0, prev1 = 0, prev2 = 0;
+    bool sticky = false, below = false;
+#pragma unroll
+    for (int l = 0; l < L; ++l) {
+        unsigned long long cur = (unsigned long long)a[l];
+        if (cur != 0) { top = l; l2 = cur; l1 = prev1; l0 = prev2; sticky = below; }
+        below |= (prev2 != 0);
+        prev2 = prev1;
+        prev1 = cur;
+    }
+    if (top < 0) return F(0);
+    int bl = 64 - __clzll(l2);                     // 1..32
+    unsigned long long T = (l2 << (64 - bl)) | (l1 << (32 - bl)) | (l0 >> bl);
+    sticky |= (l0 & ((1ULL << bl) - 1)) != 0;
+    long long E = exponent + 32LL * (top - 2) + bl;   // value = T * 2**E (+ sticky)
+    long long lsb = E + (64 - PREC) > LSB_MIN ? E + (64 - PREC) : LSB_MIN;
+    long long d = lsb - E;                          // >= 64 - PREC
+    unsigned long long q = 0;
+    if (d <= 64) {
+        q = (T >> 1) >> (d - 1);
+        unsigned long long rem = T - ((q << (d - 1)) << 1);
+        unsigned long long half = 1ULL << (d - 1);
+        if (rem > half || (rem == half && (sticky || (q & 1ULL)))) q += 1;
+    }
+    if constexpr (sizeof(F) == 4) {
+        // float32 subnormals (lsb at its least) from their bits: q 2**-149 has the
+        // bits q, also where rounding carried into the least normal (q = 2**23, 2**24).
+        // A double -> float conversion would flush them to zero where the device
+        // compiles float arithmetic with flush-to-zero (seen on the H200, 896b51e).
+        if (lsb == LSB_MIN)
+            return __int_as_float((int)q | (negative ? (int)0x80000000 : 0));
+    }
+    int ilsb = lsb > 4096 ? 4096 : (int)lsb;
+    double r = ldexp((double)q, ilsb);
+    return (F)(negative ? -r : r);                  // exact (round to nearest: inf past F's range)
+}
