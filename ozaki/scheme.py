@@ -32,7 +32,8 @@ and imaginary parts with three GEMMs per modulus (product_finite); stacks of
 matrices run through them at once (matmul_stack).  ``plan`` is shared by both backends (it only
 uses array-module reductions); the backends implement ``split``, ``scan_rows``,
 ``bound_bottoms`` and ``flags_found`` (the plan's steps), ``residues``,
-``add_residues`` (complex), ``gemm`` and ``epilogue``, ``widen`` (exact float32
+``add_residues`` (complex), ``gemm`` and ``epilogue``, ``row_bits`` (exact mode's
+per-row bit ranges), ``widen`` (exact float32
 -> float64, used by the entry points before this module), ``choose_path``, and
 ``zero_terms_negative`` (ozaki.fft's sign rule of zero parts, term by term);
 the GPU backend also ``fused_product`` (gemm and epilogue in one kernel) and
@@ -241,16 +242,9 @@ def plan_accurate(xp, A, Bt, m, backend, parts=1, batch=1, path="cublas"):
 def _row_bits(xp, backend, X):
     """Per row: top (|x| < 2**top) and lowest set bit exponent; (top, lsb) int64, zero rows 0, 0.
 
-    Non-finite entries read as zero (split gives them mantissa 0).
+    Non-finite entries read as zero.  The backend's ``row_bits`` step (one pass on the GPU).
     """
-    negative, mant, e = backend.split(X)
-    nz = mant != 0
-    low = e + _frexp_exponent(xp, (mant & -mant).astype(xp.float64)) - 1
-    big = 1 << 30
-    lsb = xp.min(xp.where(nz, low, big), axis=1)
-    top = xp.max(xp.where(nz, e + _frexp_exponent(xp, mant.astype(xp.float64)), -big), axis=1)
-    zero_row = lsb == big
-    return xp.where(zero_row, 0, top), xp.where(zero_row, 0, lsb)
+    return backend.row_bits(X)
 
 
 def _widths_to(span):

@@ -61,6 +61,20 @@ def split(x, xp=np):
     return negative, mant, exponent
 
 
+def row_bits(x, xp=np):
+    """Per row of x: (top, lsb) int64 with every nonzero finite |x_ij| < 2**top and a
+    multiple of 2**lsb (its lowest set bit's exponent); (0, 0) for rows without one.
+    Non-finite entries read as zero.  Exact integer work on the bits (split)."""
+    negative, mant, e = split(x, xp)
+    nz = mant != 0
+    low = e + xp.frexp((mant & -mant).astype(xp.float64))[1].astype(xp.int64) - 1
+    big = 1 << 30
+    lsb = xp.min(xp.where(nz, low, big), axis=1)
+    top = xp.max(xp.where(nz, e + xp.frexp(mant.astype(xp.float64))[1].astype(xp.int64), -big), axis=1)
+    zero_row = lsb == big
+    return xp.where(zero_row, 0, top), xp.where(zero_row, 0, lsb)
+
+
 def transposed(x):
     """x.T as a C-contiguous array."""
     return np.ascontiguousarray(x.T)

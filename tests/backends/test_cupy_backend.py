@@ -349,3 +349,24 @@ def test_certified_same_bits(rng, spread):
     Z = A[0] + 1j * inputs.wide(rng, (40, 70), spread)
     cpu, gpu = both(Z, B[0], mode="certified")
     assert np.array_equal(cpu.view(np.int64), gpu.view(np.int64))
+
+
+def test_row_bits_same_as_numpy(rng):
+    """Exact mode's per-row bit ranges (two reductions on the GPU) against numpy's: the whole
+    exponent range, subnormals, signed zeros, NaN and inf (read as zero), rows of zeros and
+    rows with nothing finite, short and long rows."""
+    import cupy
+    from ozaki.backends import cupy_backend, numpy_backend
+    for shape in ((7, 1), (33, 300), (5, 5000)):
+        x = rng.standard_normal(shape) * np.exp2(rng.integers(-1100, 1000, shape))
+        sub = rng.random(shape) < 0.1
+        x[sub] = 5e-324 * rng.integers(1, 1 << 20, shape)[sub]
+        x[rng.random(shape) < 0.1] = -0.0
+        x[rng.random(shape) < 0.05] = np.inf
+        x[rng.random(shape) < 0.05] = np.nan
+        x[0] = 0.0
+        x[1] = np.nan
+        want = numpy_backend.row_bits(x)
+        got = cupy_backend.row_bits(cupy.asarray(x))
+        for g, w in zip(got, want):
+            assert np.array_equal(cupy.asnumpy(g), w)
