@@ -105,14 +105,18 @@ elif [ "$profile" = last ]; then     # the FFT's zero signs on the device, certi
     stage fft_profile 60 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.fft --profile 256
     stage gemm49k 100 python3 -m bench.gemm --sizes 49152 --families normal --no-emulated --samples 2 \
         --repeats 1 --modes accurate --out "$W/gemm49k.json"
-elif [ "$profile" = residual ]; then  # the exact residual kernel, the FFT's direct plans
-    stage gpu_residual 130 python3 -m pytest -q --durations=6 -m gpu tests/linalg/test_gpu.py tests/fft/test_fft_gpu.py \
-        -p no:cacheprovider --junitxml="$W/gpu_residual.xml"
-    stage linalg 60 python3 -m bench.linalg --sizes 16384 --ops solve solve_pos stages residual \
+elif [ "$profile" = residual ]; then  # the exact residual kernel, row_bits, the FFT's direct plans
+    stage gpu_residual 120 python3 -m pytest -q --durations=6 -m gpu tests/linalg/test_gpu.py tests/fft/test_fft_gpu.py \
+        tests/backends/test_cupy_backend.py -k "not same_bits_wide and not chunked" -p no:cacheprovider \
+        --junitxml="$W/gpu_residual.xml"
+    stage linalg 50 python3 -m bench.linalg --sizes 16384 --ops solve solve_pos stages residual \
         --factorizations vendor --out "$W/linalg.json"
-    stage fft 80 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+    stage fft 75 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
         --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft.json"
-    stage fft_1024 90 python3 -m bench.fft --cubes 1024 --sizes --repeats 1 --out "$W/fft_1024.json"
+    stage fft_profile 20 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.fft --profile 256
+    stage fft_1024 80 python3 -m bench.fft --cubes 1024 --sizes --repeats 1 --out "$W/fft_1024.json"
+    stage linalg_32k 75 python3 -m bench.linalg --sizes 32768 --ops solve solve_pos --factorizations vendor \
+        --warmup 1 --repeats 1 --out "$W/linalg_32k.json"
 elif [ "$profile" = fftfix ]; then   # after the FFT fixes and the linalg solve changes
     stage gpu_fix 180 python3 -m pytest -q --durations=10 -m gpu tests/fft/test_fft_gpu.py tests/linalg/test_gpu.py \
         tests/backends/test_prepared_gpu.py tests/test_dask.py -p no:cacheprovider --junitxml="$W/gpu_fix.xml"
@@ -145,7 +149,7 @@ echo "== stages =="; cat "$W/stages.txt"
 echo "== GPU tests =="; for f in "$W"/gpu_*.txt; do echo "$(basename $f):"; grep -E "passed|failed|Error|assert" "$f" | tail -12; done
 echo "== durations =="; grep -h -A10 "slowest" "$W"/gpu_*.txt | head -24
 [ -f "$W/crossover.txt" ] && { echo "== fused vs cuBLAS path =="; grep -E "^(stack|square|skinny|complex|best)" "$W/crossover.txt"; }
-for f in linalg dask certified; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -15 "$W/$f.txt"; }; done
+for f in linalg linalg_32k dask certified; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -15 "$W/$f.txt"; }; done
 [ -f "$W/steps.txt" ] && { echo "== time split =="; cat "$W/steps.txt"; }
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }

@@ -226,9 +226,9 @@ __device__ __forceinline__ long long bits_top(double x) {      // |x| < 2**top
     return m ? e + 64 - __clzll(m) : -ROW_BITS_NONE;
 }
 """
-_ROW_LOW = cupy.ReductionKernel("float64 x", "int64 y", "bits_low(x)", "min(a, b)", "y = a", "ROW_BITS_NONE",
+_ROW_LOW = cupy.ReductionKernel("float64 x", "int64 y", "bits_low(x)", "(a < b ? a : b)", "y = a", "ROW_BITS_NONE",
                                 "ozaki_row_low", reduce_type="long long", preamble=_BITS_PREAMBLE)
-_ROW_TOP = cupy.ReductionKernel("float64 x", "int64 y", "bits_top(x)", "max(a, b)", "y = a", "-ROW_BITS_NONE",
+_ROW_TOP = cupy.ReductionKernel("float64 x", "int64 y", "bits_top(x)", "(a > b ? a : b)", "y = a", "-ROW_BITS_NONE",
                                 "ozaki_row_top", reduce_type="long long", preamble=_BITS_PREAMBLE)
 
 
