@@ -697,18 +697,19 @@ _zero_signs = threading.local()
 
 
 @contextlib.contextmanager
-def zero_signs_settled_elsewhere():
+def zero_signs_settled_elsewhere(settled=True):
     """Inside this block (this thread), products of finite inputs leave the signs of their
     zero results as the rounding gives them (+0 for an exact zero): no signed_zeros.
+    ``settled=False`` restores the sign rule inside (for values kept and reused).
 
     For callers that set the sign of every zero of their final results themselves
     and use intermediate zeros only as terms of exact sums, where -0 and +0 are the
-    same: ozaki.fft (specials.finish).  In a 256^3 fftn on the H200 the fix-up's
-    check and float64 products took about a fifth of the time (run 3697b74).
-    NaN and inf inputs still get every fix-up.
+    same: ozaki.fft (specials.finish, except in rows whose zeros may be underflows).
+    In a 256^3 fftn on the H200 the fix-up's check and float64 products took about a
+    fifth of the time (run 3697b74).  NaN and inf inputs still get every fix-up.
     """
     old = getattr(_zero_signs, "elsewhere", False)
-    _zero_signs.elsewhere = True
+    _zero_signs.elsewhere = bool(settled)
     try:
         yield
     finally:

@@ -143,6 +143,9 @@ def test_zero_signs_settled_elsewhere():
         assert np.signbit(other[0][0, 0])                          # another thread: the rule
         inf = ozaki.matmul(np.array([[np.inf, -0.0]]), np.array([[1.0], [1.0]]))
         assert inf[0, 0] == np.inf
+        with scheme.zero_signs_settled_elsewhere(False):              # the rule again, inside
+            assert np.signbit(ozaki.matmul(a, b)[0, 0])
+        assert not np.signbit(ozaki.matmul(a, b)[0, 0])
     with pytest.raises(RuntimeError):
         with scheme.zero_signs_settled_elsewhere():
             raise RuntimeError

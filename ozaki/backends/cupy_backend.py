@@ -691,6 +691,9 @@ def zero_terms_negative(terms, rows, outs, N, sign):
 # ----------------------------------------------------------- exact residuals --
 
 EXACT_DOT_WARPS = 4            # rows of a block at a time (a warp each)
+# The kernel reads A once per right-hand side; past this many columns one exact product
+# (A's residues made once, every column in its GEMMs) costs less.
+EXACT_DOT_MAX_COLUMNS = 4
 
 
 def exponent_figures(x):
@@ -703,8 +706,8 @@ def exponent_figures(x):
 def exact_residual(a, xs, b, a_figures=None):
     """RN(b - a @ (x_0 + ... )) per column, each entry the exact value rounded once (+0 for an
     exact zero), by kernels/exact_dot.cu; None where the fixed-point window would need more
-    than crt.kulisch.EXACT_DOT_DIGITS limbs, or an input is not finite (the caller then
-    takes the exact ozaki product).
+    than crt.kulisch.EXACT_DOT_DIGITS limbs, an input is not finite, or there are more than
+    EXACT_DOT_MAX_COLUMNS columns (the caller then takes the exact ozaki product).
 
     a: (n, m) float64 (any strides); xs: one or two (m, k) float64; b: (n, k) float64;
     a_figures: exponent_figures(a), when the caller keeps them across calls with the same
@@ -715,7 +718,7 @@ def exact_residual(a, xs, b, a_figures=None):
     from . import numpy_backend
     n, m = a.shape
     k = b.shape[1]
-    if len(xs) not in (1, 2) or n == 0:
+    if len(xs) not in (1, 2) or n == 0 or k > EXACT_DOT_MAX_COLUMNS:
         return None
     figures = [v for x in (cupy.stack(xs), b) for v in numpy_backend.exponent_range(x, cupy)]
     if a_figures is None:

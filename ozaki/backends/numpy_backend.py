@@ -65,6 +65,8 @@ def row_bits(x, xp=np):
     """Per row of x: (top, lsb) int64 with every nonzero finite |x_ij| < 2**top and a
     multiple of 2**lsb (its lowest set bit's exponent); (0, 0) for rows without one.
     Non-finite entries read as zero.  Exact integer work on the bits (split)."""
+    if x.shape[1] == 0:
+        return xp.zeros(x.shape[0], dtype=xp.int64), xp.zeros(x.shape[0], dtype=xp.int64)
     negative, mant, e = split(x, xp)
     nz = mant != 0
     low = e + xp.frexp((mant & -mant).astype(xp.float64))[1].astype(xp.int64) - 1

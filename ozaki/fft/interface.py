@@ -156,11 +156,18 @@ def transform_axis(a, n, axis, kind, sign, div, opts):
     x = xp.moveaxis(_resize(a, length, axis), axis, -1)
     lead = x.shape[:-1]
     original = xp.ascontiguousarray(x).reshape(-1, length)
+    from ..scheme import zero_signs_settled_elsewhere
     y = None
     for rows in row_blocks(original.shape[0], length):
         block = original[rows]
         x2, fix = specials.prepare(block, kind, n)
-        yb = specials.finish(stages.transform(x2, sign, div, opts, kind, n), fix, kind, n, sign, block)
+        # specials.finish sets the sign of every zero part, except in rows with entries
+        # below specials.TINY, which keep the products' signs: there the products apply
+        # the sign rule themselves
+        tiny = fix is not None and bool(fix["tiny"].any())
+        with zero_signs_settled_elsewhere(not tiny):
+            yb = stages.transform(x2, sign, div, opts, kind, n)
+        yb = specials.finish(yb, fix, kind, n, sign, block)
         if rows.stop - rows.start == original.shape[0]:
             y = yb
         else:

@@ -50,7 +50,6 @@ def matmul(a, b, opts, constant=None):
     """a @ b on ozaki.matmul.  ``constant``: (side, key) when a ("left") or b ("right") is
     the plan constant cached under key: then it goes in prepared (plans.prepared)."""
     from .. import matmul as ozaki_matmul
-    from ..scheme import zero_signs_settled_elsewhere
     if constant is not None:
         side, key = constant
         xp = xp_of(a)
@@ -58,11 +57,9 @@ def matmul(a, b, opts, constant=None):
             a = plans.prepared(xp, key, a, side, opts)
         else:
             b = plans.prepared(xp, key, b, side, opts)
-    # specials.finish sets the sign of every zero part of the transform
-    with zero_signs_settled_elsewhere():
         if isinstance(a, plans.Prepared) or isinstance(b, plans.Prepared):
             return ozaki_matmul(a, b)
-        return ozaki_matmul(a, b, **opts)
+    return ozaki_matmul(a, b, **opts)
 
 
 def split_mode(opts):

@@ -188,6 +188,15 @@ def _cupy_libs():
     return cublas, cusolver, device
 
 
+def _on_current_stream(lib, handle):
+    """CuPy's cuBLAS or cuSOLVER ``handle`` bound to the current CuPy stream (CuPy's own calls
+    rebind it each time; a raw call must too, or it runs on the last stream set, unordered
+    with the work queued on the current one), as ozaki.backends.cupy_backend._cublas does."""
+    import cupy
+    lib.setStream(handle, cupy.cuda.get_current_stream().ptr)
+    return handle
+
+
 def _cupy_potrf(a, lower):
     """cuSOLVER potrf on a copy of ``a`` (its ``lower``, else upper, triangle read): (L, info), as LAPACK.
 
@@ -206,7 +215,7 @@ def _cupy_potrf(a, lower):
     x = cupy.array(a, dtype=cupy.float64, order="C", copy=True)
     if n == 0:
         return x, 0
-    handle = device.get_cusolver_handle()
+    handle = _on_current_stream(cusolver, device.get_cusolver_handle())
     info = cupy.zeros(1, dtype=np.int32)
     uplo = cublas.CUBLAS_FILL_MODE_UPPER if lower else cublas.CUBLAS_FILL_MODE_LOWER
     lwork = cusolver.dpotrf_bufferSize(handle, uplo, n, x.data.ptr, n)
@@ -253,7 +262,7 @@ class CupyBLAS:
         if lib is None:
             import cupy
             cublas, _, device = _cupy_libs()
-            lib = (cublas, lambda x: x.data.ptr, device.get_cublas_handle,
+            lib = (cublas, lambda x: x.data.ptr, lambda: _on_current_stream(cublas, device.get_cublas_handle()),
                    lambda x: cupy.array(x, dtype=cupy.float64, order="F", copy=True))
         self.cublas, self.pointer, self.handle, self.fortran_copy = lib
 

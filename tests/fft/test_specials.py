@@ -139,3 +139,16 @@ def test_zero_rows_uniform_signs_in_batches(rng, N):
             same_specials(got[r], reference(x[r], "c2c", N, -1))
         others = [r for r in range(rows) if r not in picks]
         assert np.allclose(got[others], np.fft.fft(x[others]), rtol=1e-12, atol=1e-12 * N)
+
+
+def test_tiny_rows_keep_the_products_zero_signs():
+    """Rows with entries below specials.TINY keep the zero signs their products give (the
+    sign rule of the exact sums, applied by the products there): an all -0 imaginary part
+    gives -0 at DC as numpy does, and as the same row scaled out of the tiny range gives."""
+    x = np.full(64, 1e-300 + 0j)
+    x.imag = -0.0
+    big = x.copy()
+    big.real *= 2.0 ** 600
+    assert np.signbit(of.fft(x).imag[0]) and np.signbit(of.fft(big).imag[0])
+    assert np.signbit(np.fft.fft(x).imag[0])
+

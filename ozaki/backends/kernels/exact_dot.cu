@@ -7,7 +7,7 @@
 // prepared (85 ms at n = 16384 on the H200) and multiplied (17 ms).
 //
 // Compile-time: DIGITS (accumulator digits of 32 bits, the window from
-// cupy_backend.exact_window), WARPS (rows per block at a time).
+// crt.kulisch.exact_dot_window), WARPS (rows per block at a time).
 // A exact zero comes out +0 (ozaki.linalg makes every exact-zero residual +0).
 
 #include "rounding.cuh"
