@@ -206,3 +206,28 @@ def test_exact_residual_kernel_against_fractions(rng, cp):
     gpu = refine.Residuals(Namespace(True), cp.asarray(a), cp.asarray(b))([cp.asarray(v) for v in xs], [0])
     cpu = refine.Residuals(Namespace(False), a, b)(xs, [0])
     assert np.array_equal(cp.asnumpy(gpu).view(np.int64), cpu.view(np.int64))
+
+
+def test_solve_under_a_user_stream(rng, cp):
+    """ozaki.linalg's raw cuBLAS/cuSOLVER calls run on the current stream: a solve (vendor and
+    ozaki factorizations, general and Cholesky) inside a non-blocking user stream gives the
+    bits of the same solve on the null stream, after a product on another stream has left
+    the shared handles bound elsewhere."""
+    from ozaki.backends import cupy_backend
+    import ozaki
+    n = 96
+    for kind in ("gen", "pos"):
+        a = cp.asarray(matrices.random_cond(n, 1e8, rng, spd=kind == "pos"))
+        b = cp.asarray(rng.standard_normal((n, 2)))
+        want = {f: ol.solve(a, b, assume_a=kind, factorization=f, block_size=32) for f in ("vendor", "ozaki")}
+        other = cp.cuda.Stream(non_blocking=True)
+        with other, ozaki.config(path="cublas"):
+            ozaki.matmul(a, a)                      # binds the shared cuBLAS handle to ``other``
+        other.synchronize()
+        user = cp.cuda.Stream(non_blocking=True)
+        with user:
+            got = {f: ol.solve(a, b, assume_a=kind, factorization=f, block_size=32) for f in ("vendor", "ozaki")}
+        user.synchronize()
+        for f in got:
+            assert np.array_equal(cp.asnumpy(got[f]).view(np.int64), cp.asnumpy(want[f]).view(np.int64))
+    assert cupy_backend.exact_residual(a, [b[:, :1].repeat(5, axis=1)], b[:, :1].repeat(5, axis=1)) is None
