@@ -15,6 +15,8 @@
 #             table (512^3 fftn and rfftn, a batch of 4096 x 1024, 2^24), a cProfile of fftn 256^3,
 #             ozaki.matmul at 49152
 #   benches   GPU tests of the last fixes, certified's time split, FFT and linalg (prepared operands)
+#   mends     first: the GPU tests of the changes made after run bdcaf40 (linalg streams, tiny FFT rows),
+#             then every GPU test in two timed groups
 #   residual  GPU tests of the exact residual kernel and the FFT plans; linalg at 16384 with it; the
 #             FFT table under the direct plans; fftn 1024^3
 #   fftfix    GPU tests of the FFT, prepared, dask and linalg changes; the FFT issue's table after the
@@ -24,7 +26,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -105,6 +107,14 @@ elif [ "$profile" = last ]; then     # the FFT's zero signs on the device, certi
     stage fft_profile 60 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.fft --profile 256
     stage gemm49k 100 python3 -m bench.gemm --sizes 49152 --families normal --no-emulated --samples 2 \
         --repeats 1 --modes accurate --out "$W/gemm49k.json"
+elif [ "$profile" = mends ]; then     # the changes after bdcaf40, then every GPU test
+    stage gpu_mends 150 python3 -m pytest -q --durations=6 -m gpu tests/linalg/test_gpu.py tests/fft/test_fft_gpu.py \
+        -p no:cacheprovider --junitxml="$W/gpu_mends.xml"
+    stage gpu_backends 220 python3 -m pytest -q --durations=6 -m gpu tests/backends tests/test_api.py tests/gemm \
+        -p no:cacheprovider --junitxml="$W/gpu_backends.xml"
+    stage gpu_rest 200 python3 -m pytest -q --durations=6 -m gpu tests --ignore=tests/backends --ignore=tests/gemm \
+        --ignore=tests/linalg --ignore=tests/fft/test_fft_gpu.py --ignore=tests/test_api.py \
+        -p no:cacheprovider --junitxml="$W/gpu_rest.xml"
 elif [ "$profile" = residual ]; then  # the exact residual kernel, row_bits, the FFT's direct plans
     stage gpu_residual 120 python3 -m pytest -q --durations=6 -m gpu tests/linalg/test_gpu.py tests/fft/test_fft_gpu.py \
         tests/backends/test_cupy_backend.py -k "not same_bits_wide and not chunked" -p no:cacheprovider \
