@@ -696,11 +696,12 @@ EXACT_DOT_WARPS = 4            # rows of a block at a time (a warp each)
 EXACT_DOT_MAX_COLUMNS = 4
 
 
-def exponent_figures(x):
-    """numpy_backend.exponent_range of x as host ints (least, top, finite): one transfer."""
+def exponent_figures(*arrays):
+    """numpy_backend.exponent_range of each array, as host ints (least, top, finite, least,
+    top, finite, ...): one transfer for all of them."""
     from . import numpy_backend
-    return tuple(int(v) for v in cupy.stack([cupy.asarray(v).astype(cupy.int64)
-                                             for v in numpy_backend.exponent_range(x, cupy)]).get())
+    figures = [cupy.asarray(v).astype(cupy.int64) for x in arrays for v in numpy_backend.exponent_range(x, cupy)]
+    return tuple(int(v) for v in cupy.stack(figures).get())
 
 
 def exact_residual(a, xs, b, a_figures=None):
@@ -720,11 +721,11 @@ def exact_residual(a, xs, b, a_figures=None):
     k = b.shape[1]
     if len(xs) not in (1, 2) or n == 0 or k > EXACT_DOT_MAX_COLUMNS:
         return None
-    figures = [v for x in (cupy.stack(xs), b) for v in numpy_backend.exponent_range(x, cupy)]
     if a_figures is None:
-        figures = list(numpy_backend.exponent_range(a, cupy)) + figures
-    host = tuple(int(v) for v in cupy.stack([cupy.asarray(v).astype(cupy.int64) for v in figures]).get())
-    la, ta, fa, lx, tx, fx, lb, tb, fb = (tuple(a_figures) if a_figures is not None else ()) + host
+        la, ta, fa, lx, tx, fx, lb, tb, fb = exponent_figures(a, cupy.stack(xs), b)
+    else:
+        la, ta, fa = a_figures
+        lx, tx, fx, lb, tb, fb = exponent_figures(cupy.stack(xs), b)
     if not (fa and fx and fb):
         return None
     none = numpy_backend.NO_EXPONENT

@@ -7,9 +7,7 @@ are in shared memory, adds their digits and rounds with rounding.cuh's round_to,
 kernels/exact_dot.cu does.  Skipped when no C++ compiler is found.
 """
 
-import os
 import random
-import shutil
 import struct
 import subprocess
 from fractions import Fraction
@@ -21,8 +19,8 @@ from hypothesis import given, settings, strategies as st
 from ozaki.backends import numpy_backend
 from ozaki.crt import kulisch
 from ozaki.reference import round_fraction
+from tests.backends import host_build
 
-KERNELS = os.path.join(os.path.dirname(__file__), "..", "..", "ozaki", "backends", "kernels")
 HOST = r"""
 #include <cmath>
 #include <cstdio>
@@ -80,14 +78,7 @@ int main() {       // stdin per case: "digits base n parts b" then n lines "a x0
 
 @pytest.fixture(scope="module")
 def host_residual(tmp_path_factory):
-    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("no C++ compiler for the host build of exact_dot.cuh")
-    d = tmp_path_factory.mktemp("exact_dot_cuh")
-    (d / "host.cpp").write_text(HOST)
-    subprocess.run([cxx, "-O1", "-std=c++17", "-I", KERNELS, str(d / "host.cpp"), "-o", str(d / "host")],
-                   check=True, capture_output=True)
-    return str(d / "host")
+    return host_build.build(tmp_path_factory, HOST, "exact_dot.cuh")
 
 
 def bits(v):
@@ -155,7 +146,6 @@ def test_random_and_cancelling_rows(host_residual):
 
 def test_subnormals_and_the_extremes(host_residual):
     """Products far below the subnormal range, terms near overflow, mixed windows."""
-    rng = np.random.default_rng(random.randrange(1 << 30))
     tiny = np.array([5e-324, -1e-310, 2.0 ** -1060, 0.0, -0.0, 3e-300])
     cases = [(np.tile(tiny, (3, 1)), [tiny[::-1].copy()], np.array([0.0, 5e-324, -1e-320])),
              (np.array([[1e300, -1e300, 1.0]]), [np.array([1e7, 1e7, 1e-300])], np.array([1e-300])),

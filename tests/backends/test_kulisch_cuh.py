@@ -6,9 +6,7 @@ the rounding code is the header's own, so its float64 and float32 formats are ch
 bit for bit on machines without a GPU.  Skipped when no C++ compiler is found.
 """
 
-import os
 import random
-import shutil
 import subprocess
 from fractions import Fraction
 
@@ -17,8 +15,8 @@ import pytest
 
 from ozaki.crt import kulisch
 from ozaki.reference import round_fraction, round_fraction32
+from tests.backends import host_build
 
-KERNELS = os.path.join(os.path.dirname(__file__), "..", "..", "ozaki", "backends", "kernels")
 NL = 6
 HOST = r"""
 #include <cmath>
@@ -53,14 +51,7 @@ int main() {      // stdin: "bits exponent limb0 .. limb5" per line; stdout: the
 
 @pytest.fixture(scope="module")
 def host_round(tmp_path_factory):
-    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("no C++ compiler for the host build of kulisch.cuh")
-    d = tmp_path_factory.mktemp("kulisch_cuh")
-    (d / "host.cpp").write_text(HOST)
-    subprocess.run([cxx, "-O1", "-std=c++17", "-I", KERNELS, str(d / "host.cpp"), "-o", str(d / "host")],
-                   check=True, capture_output=True)
-    return str(d / "host")
+    return host_build.build(tmp_path_factory, HOST, "kulisch.cuh")
 
 
 def cases(seed, count):
