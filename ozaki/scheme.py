@@ -35,7 +35,7 @@ uses array-module reductions); the backends implement ``split``, ``scan_rows``,
 ``add_residues`` (complex), ``gemm`` and ``epilogue``, ``row_bits`` (exact mode's
 per-row bit ranges), ``widen`` (exact float32
 -> float64, used by the entry points before this module), ``choose_path``, and
-``zero_terms_negative`` (ozaki.fft's sign rule of zero parts, term by term);
+``zero_signs`` (ozaki.fft's sign rule of zero parts, in place);
 the GPU backend also ``fused_product`` (gemm and epilogue in one kernel) and
 ``bound_maxima`` (the bound GEMM's maxima on chip), which "fused" paths use.
 """

@@ -14,8 +14,8 @@
     bound_maxima  accurate mode's bound GEMM with its row/column maxima taken on
               chip (the same kernel's other epilogue)
     gemm_fp32_digits  the fp8 substrate's digit GEMMs on cuBLASLt FP8 (torch._scaled_mm)
-    zero_terms_negative  ozaki.fft's sign rule of zero parts, term by term, a thread
-              per part (kernels/zero_terms.cu)
+    zero_signs  ozaki.fft's sign rule of zero parts, in place, a thread per entry
+              (kernels/zero_terms.cu)
 
 Kernels are CUDA source files beside this module, compiled on first use and
 memoized per device; everything runs on the current CuPy stream.
@@ -187,22 +187,19 @@ def residues(x, beta, width, m, nearest=False):
     return out
 
 
-# (x + y) mod p in the symmetric range, one pass: both in [-floor(p/2), ceil(p/2) - 1],
-# so one correction by p suffices (numpy_backend.add_residues).
-_ADD_RESIDUES = cupy.ElementwiseKernel(
-    "int8 x, int8 y, int16 p", "int8 out",
-    "int h = p / 2; int s = (int)x + (int)y; out = (signed char)(s > p - 1 - h ? s - p : (s < -h ? s + p : s));",
-    "ozaki_add_residues")
-
-
-@functools.lru_cache(maxsize=None)
-def _moduli_column(m, device):
-    return cupy.asarray(np.array(_moduli(m), dtype=np.int16)).reshape(-1, 1, 1)
-
-
 def add_residues(x, y, m):
-    """As numpy_backend.add_residues, in one elementwise kernel."""
-    return _ADD_RESIDUES(x, y, _moduli_column(m, _device()))
+    """As numpy_backend.add_residues, one pass (kernels/residues.cu) over stacks
+    (m, rows, kpad) whose planes may lie apart (row slices of prepared residues)."""
+    x, y = (r if r.strides[1:] == (r.shape[2], 1) else cupy.ascontiguousarray(r) for r in (x, y))
+    out = cupy.empty(x.shape, dtype=cupy.int8)
+    plane = x.shape[1] * x.shape[2]
+    if out.size:
+        vector = plane % 16 == 0 and all(r.strides[0] % 16 == 0 and r.data.ptr % 16 == 0 for r in (x, y, out))
+        kern = _kernel("residues.cu", "add_residues", (("NMOD", m),), _device(), (m,))
+        blocks = int(min(max(-(-plane // (16 * 256 if vector else 256)), 1), 4096))
+        kern((blocks, m), (256,), (x, np.int64(x.strides[0]), y, np.int64(y.strides[0]), np.int64(plane),
+                                   np.int32(vector), out))
+    return out
 
 
 # exact mode's per-row bit ranges (numpy_backend.row_bits) as two reductions over the
@@ -667,25 +664,27 @@ def bound_maxima(ahat, bhat, batch=1):
 
 # ------------------------------------------------------------- FFT zero signs --
 
-def zero_terms_negative(terms, rows, outs, N, sign):
-    """As numpy_backend.zero_terms_negative, one thread per zero part (kernels/zero_terms.cu):
-    the term-by-term sign rule of ozaki.fft.specials in a single pass over each part's
-    entries (the array version made (parts, entries) arrays of every sign and term, most
-    of a real signal's fftn time in specials.finish on the H200, run 3697b74)."""
-    count = len(rows)
-    negative = cupy.empty(count, dtype=cupy.bool_)
-    if count == 0:
-        return negative
+def _strides(a):
+    """(row, column) strides of a 2-D float64 array in elements."""
+    return tuple(np.int64(st // a.itemsize) for st in a.strides)
+
+
+def zero_signs(part, tiny, terms, N, sign):
+    """As numpy_backend.zero_signs, in one pass over the part (kernels/zero_terms.cu): a
+    thread per entry, which scans a zero's terms until one is not -0.  (The array version
+    gathered every row with a zero part, most of a real signal's fftn time in
+    specials.finish: 22 of 69 ms at 256^3, run bdcaf40.)"""
+    rows, bins = part.shape
+    if rows * bins == 0:
+        return
     args = []
     for offset, v, sine, negated in list(terms) + [terms[0]] * (2 - len(terms)):
-        v = cupy.ascontiguousarray(v, dtype=cupy.float64)
-        args += [v, np.int64(v.shape[1]), np.int64(offset), np.int64(v.shape[1]), np.int32(bool(sine)),
+        args += [v, np.int64(v.shape[1]), np.int64(offset), *_strides(v), np.int32(bool(sine)),
                  np.int32(bool(negated))]
-    kern = _kernel("zero_terms.cu", "zero_terms_negative", (), _device())
-    kern(*_grid(count), tuple(args) + (np.int32(len(terms)), cupy.ascontiguousarray(rows, dtype=cupy.int64),
-                                               cupy.ascontiguousarray(outs, dtype=cupy.int64), np.int64(count),
-                                               np.int64(N), np.int32(sign), negative))
-    return negative
+    kern = _kernel("zero_terms.cu", "zero_signs", (), _device())
+    kern(*_grid(rows * bins), (part, np.int64(rows), np.int64(bins), *_strides(part),
+                               cupy.ascontiguousarray(tiny, dtype=cupy.bool_), *args,
+                               np.int32(len(terms)), np.int64(N), np.int32(sign)))
 
 
 # ----------------------------------------------------------- exact residuals --

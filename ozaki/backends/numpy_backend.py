@@ -262,6 +262,45 @@ def angle_signs(j, N, xp=np):
     return c, s
 
 
+def zero_signs(part, tiny, terms, N, sign):
+    """Set every zero entry of ``part`` (rows, bins; a view, written in place) outside the
+    ``tiny`` rows to -0 or +0 by the sign rule of ozaki.fft.specials: -0 exactly when the
+    part has a term and every term is -0 (``terms`` as zero_terms_negative's)."""
+    rows, outs = np.nonzero((part == 0) & ~tiny[:, None])
+    if rows.size:
+        part[rows, outs] = np.where(_zero_parts_negative(terms, rows, outs, N, sign), -0.0, 0.0)
+
+
+def _zero_parts_negative(terms, rows, outs, N, sign):
+    """zero_terms_negative with two shortcuts past the O(N) terms of each part: a witness
+    (the first or the last nonzero entry of a term's row, when its constant is nonzero,
+    makes a term that is not zero: the part is +0), and rows whose entries are zeros of
+    one sign per term (there every constant kind takes both signs at outputs k != 0, so
+    only output 0 can be -0)."""
+    settled = np.zeros(len(rows), dtype=bool)
+    unique, at = np.unique(rows, return_inverse=True)
+    all_zero = np.ones(len(unique), dtype=bool)
+    uniform = np.ones(len(unique), dtype=bool)
+    for offset, v, sine, negated in terms:
+        if v.shape[1] == 0:
+            continue
+        values = v[unique]
+        nonzero = values != 0
+        has = nonzero.any(axis=1)
+        for w in (nonzero.argmax(axis=1), nonzero.shape[1] - 1 - nonzero[:, ::-1].argmax(axis=1)):
+            c, s = angle_signs((outs * (offset + w[at])) % N, N)
+            settled |= has[at] & ((s if sine else c) != 0)
+        all_zero &= ~has
+        negative_zero = np.signbit(values)
+        uniform &= negative_zero.all(axis=1) | ~negative_zero.any(axis=1)
+    settled |= (all_zero & uniform)[at] & (outs != 0)
+    negative = np.zeros(len(rows), dtype=bool)
+    todo = np.flatnonzero(~settled)
+    if todo.size:
+        negative[todo] = zero_terms_negative(terms, rows[todo], outs[todo], N, sign)
+    return negative
+
+
 def zero_terms_negative(terms, rows, outs, N, sign):
     """Whether each zero DFT part (row ``rows[i]``, output ``outs[i]``) is -0 by the sign rule
     of ozaki.fft.specials: it has a term and every term is -0.

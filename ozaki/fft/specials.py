@@ -21,11 +21,11 @@ read as zeros, and its products give zero signs by their own rule (constants
 that are exactly zero count there as terms); ``finish`` then sets the parts
 that have special terms, and the sign of every part that came out zero.  Both
 are integer work on the exponents kn mod N (whether cos and sin of
-2 pi kn / N are positive, negative or zero), vectorized, for the affected
-parts only: a zero part is settled by a nonzero entry with a nonzero
-constant (two witnesses per row are tried first), and otherwise term by term
-(O(N) per part: rows of zeros whose zeros share one sign per part take a
-closed form instead).  A zero that may be an underflow (a row with nonzero
+2 pi kn / N are positive, negative or zero), for the affected parts only: a
+zero part is settled by a nonzero entry with a nonzero constant, and
+otherwise term by term (the backends' ``zero_signs``: the GPU scans each
+zero's terms until one is not -0; numpy tries two witnesses per row as
+arrays first, and rows of zeros of one sign per part by a closed form).  A zero that may be an underflow (a row with nonzero
 entries below 2**-800, whose exact sums could round to zero) keeps the sign
 the products gave it: the sign of its exact value.
 """
@@ -118,81 +118,25 @@ def finish(out, fix, kind, N, sign, original):
         for i in range(len(rows)):
             result[i] = _specials_row(result[i], data[i], kind, N, sign)
         out[xp.asarray(rows)] = xp.asarray(result)
-    # The zero parts, where the data lies (a real signal's transform has zero parts
-    # in every row: moving those rows to the host cost 0.4 s of a 128^3 fftn on the H200).
-    parts = [out] if kind == "c2r" else [out.real, out.imag]
-    zero = [(p == 0) & ~fix["tiny"][:, None] for p in parts]
-    rows = xp.flatnonzero(xp.stack([z.any(axis=1) for z in zero]).any(axis=0))
-    if rows.size == 0:
-        return out
-    data = original[rows]
-    result = out[rows]                                           # a copy: rows is an index array
-    values = [result] if kind == "c2r" else [result.real.copy(), result.imag.copy()]
-    inputs = _inputs_2d(data, kind, N, xp)
-    for o, terms in enumerate(_TERMS[kind]):
-        r, k = xp.nonzero(zero[o][rows])
-        if r.size:
-            values[o][r, k] = xp.where(_zero_rule(r, k, o, terms, inputs, kind, N, sign, xp), -0.0, 0.0)
-    if kind != "c2r":
-        result.real, result.imag = values
-    out[rows] = result
+    # The zero parts, where the data lies (a real signal's transform has zero parts in
+    # every row): the backend's zero_signs, in place on each output part.
+    from .. import backend_for
+    backend = backend_for(out)
+    inputs = _inputs_2d(original, kind, N)
+    for part, terms in zip([out] if kind == "c2r" else [out.real, out.imag], _TERMS[kind]):
+        backend.zero_signs(part, fix["tiny"], [(inputs[p][0], inputs[p][1], ctype == "s", negated)
+                                               for p, ctype, negated in terms], N, sign)
     return out
 
 
-def _inputs_2d(data, kind, N, xp=np):
-    """Per input part: (positions, values (rows, entries)) of the entries that have terms."""
+def _inputs_2d(data, kind, N):
+    """Per input part: (offset, values (rows, entries), a view) of the entries that have
+    terms, entry e sitting at position offset + e."""
     if kind == "r2c":
-        return [(xp.arange(data.shape[1]), xp.asarray(data, dtype=np.float64))]
-    parts = [(xp.arange(data.shape[1]), data.real)]
+        return [(0, data)]
     if kind == "c2r":
-        k = xp.arange(1, (N + 1) // 2)
-        parts.append((k, data.imag[:, k]))
-    else:
-        parts.append((xp.arange(data.shape[1]), data.imag))
-    return parts
-
-
-def _zero_rule(r, k, o, terms, inputs, kind, N, sign, xp=np):
-    """Whether each zero part (row r, output k) is -0: settled +0 by a witness (a nonzero
-    entry, the first or the last of its part in the row, whose constant is nonzero); rows of
-    zeros of one sign per part by the closed form; the rest term by term."""
-    negative = xp.zeros(len(r), dtype=bool)
-    open_ = xp.ones(len(r), dtype=bool)
-    for part, ctype, negated in terms:
-        n, v = inputs[part]
-        if v.shape[1] == 0:
-            continue
-        nz = v != 0
-        has = nz.any(axis=1)
-        for w in (xp.argmax(nz, axis=1), nz.shape[1] - 1 - xp.argmax(nz[:, ::-1], axis=1)):
-            j = (k * n[w[r]]) % N
-            c, s = _signs(j, N, xp)
-            open_ &= ~(has[r] & ((c if ctype == "c" else s) != 0))
-    all_zero = xp.ones(len(inputs[0][1]), dtype=bool)
-    uniform = xp.ones(len(inputs[0][1]), dtype=bool)
-    for n, v in inputs:
-        all_zero &= ~(v != 0).any(axis=1)
-        sb = xp.signbit(v)
-        uniform &= sb.all(axis=1) | ~sb.any(axis=1)
-    closed = open_ & all_zero[r] & uniform[r]
-    if bool(closed.any()):
-        # only output 0 can have all terms -0 (every other output has constants of both signs
-        # among its nonzero ones, n = 0 giving cos 0 = 1); there the terms are one part's
-        # entries times cos 0 = 1: real parts into Re (c2r: the output), imaginary into Im
-        part = 0 if kind == "c2r" else o
-        if not (kind == "r2c" and o == 1):                  # rfft's Im: sin 0 = 0, no term
-            v = inputs[part][1]
-            if v.shape[1]:
-                negative[closed] = (k[closed] == 0) & xp.signbit(v[r[closed]]).all(axis=1)
-    todo = xp.flatnonzero(open_ & ~closed)
-    if todo.size:
-        from .. import backend_for
-        # each term's entries sit at positions offset + column (_inputs_2d: c2r's imaginary
-        # parts are those of bins 1..(N - 1) // 2, every other part starts at 0)
-        parts = [(1 if kind == "c2r" and part == 1 else 0, inputs[part][1], ctype == "s", negated)
-                 for part, ctype, negated in terms]
-        negative[todo] = backend_for(negative).zero_terms_negative(parts, r[todo], k[todo], N, sign)
-    return negative
+        return [(0, data.real), (1, data.imag[:, 1:(N + 1) // 2])]
+    return [(0, data.real), (0, data.imag)]
 
 
 def _specials_row(current, row, kind, N, sign):

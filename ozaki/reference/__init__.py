@@ -233,8 +233,8 @@ def dft_bins(x, ks, sign=-1, dps=40):
     N = len(x)
     with mpmath.workdps(dps):
         xs = [mpmath.mpc(complex(v)) for v in x]
-        return [mpmath.fsum(xs[n] * mpmath.expjpi(sign * 2 * mpmath.mpf(k * n % N) / N) for n in range(N))
-                for k in ks]
+        return [mpmath.fsum(xs[n] * mpmath.expjpi(sign * 2 * mpmath.mpf(int(k) * n % N) / N) for n in range(N))
+                for k in ks]              # int(k): numpy integers are not mpf arguments
 
 
 def l2_error(y, ref, ks, dps=40):

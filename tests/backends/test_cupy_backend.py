@@ -294,16 +294,23 @@ def test_runs_on_the_current_stream(rng):
     assert same_bits(cpu, cupy.asnumpy(gpu))
 
 
-def test_add_residues_kernel(rng):
+@pytest.mark.parametrize("rows, kpad", [(40, 70), (33, 16), (7, 5)])
+def test_add_residues_kernel(rng, rows, kpad):
+    """Karatsuba's residue sums on the device against numpy's: planes of 16-byte multiples
+    (the 16-byte path) and not (the byte path), and a row slice of a stack (planes apart,
+    as prepared residues are read)."""
     import cupy
     from ozaki import crt
     from ozaki.backends import cupy_backend, numpy_backend
     m = 49
     ps = np.array(crt.moduli(m)).reshape(-1, 1, 1)
-    x = (rng.integers(0, 10 ** 6, (m, 40, 70)) % ps - ps // 2).astype(np.int8)
-    y = (rng.integers(0, 10 ** 6, (m, 40, 70)) % ps - ps // 2).astype(np.int8)
+    x = (rng.integers(0, 10 ** 6, (m, rows, kpad)) % ps - ps // 2).astype(np.int8)
+    y = (rng.integers(0, 10 ** 6, (m, rows, kpad)) % ps - ps // 2).astype(np.int8)
     got = cupy_backend.add_residues(cupy.asarray(x), cupy.asarray(y), m)
     assert np.array_equal(cupy.asnumpy(got), numpy_backend.add_residues(x, y, m))
+    lo, hi = 1, max(2, rows - 2)
+    got = cupy_backend.add_residues(cupy.asarray(x)[:, lo:hi], cupy.asarray(y)[:, lo:hi], m)
+    assert np.array_equal(cupy.asnumpy(got), numpy_backend.add_residues(x[:, lo:hi], y[:, lo:hi], m))
 
 
 def test_fixups_on_a_stack(rng):

@@ -49,3 +49,38 @@ def test_add_residues_every_pair():
         h = p // 2
         want = [[(int(a) + int(b) + h) % p - h for b in y[i, 0, :p]] for a in x[i, :p, 0]]
         assert np.array_equal(got[i, :p, :p], np.array(want)), p
+
+
+@pytest.mark.parametrize("N", [1, 2, 3, 8, 25, 64])
+def test_zero_signs_shortcuts_agree_with_the_terms(rng, N):
+    """zero_signs settles zeros by witnesses and by the closed form of one-sign zero rows
+    before any term-by-term scan: on the FFT's terms (c2c, r2c, c2r rows of zeros of each
+    sign, mixed signs, lone nonzero entries; sign +-1) its signs equal those of
+    zero_terms_negative run on every zero part, and it leaves tiny rows and nonzero parts
+    alone."""
+    from ozaki.fft import specials
+    rows = 60
+    for kind in ("c2c", "r2c", "c2r"):
+        length = N // 2 + 1 if kind == "c2r" else N
+        parts = [np.where(rng.random((rows, length)) < 0.5, -0.0, 0.0) for _ in range(2)]
+        for p in parts:
+            p[:10], p[10:20] = -0.0, 0.0                      # one-sign zero rows
+            pick = np.arange(40, rows)                        # rows 40..: a lone nonzero entry
+            p[pick, rng.integers(0, length, len(pick))] = rng.choice([-1.5, 2.0], len(pick))
+        p[20:30] = -p[20:30]                                  # the other part of one sign flipped
+        data = parts[0] if kind == "r2c" else parts[0] + 1j * parts[1]
+        if kind != "r2c":
+            data.imag = parts[1]                              # the imaginary zeros' signs as built
+        inputs = specials._inputs_2d(data, kind, N)
+        for sign in (-1, 1):
+            for terms in specials._TERMS[kind]:
+                used = [(inputs[p][0], inputs[p][1], ctype == "s", negated) for p, ctype, negated in terms]
+                part = np.where(rng.random((rows, N)) < 0.8, rng.choice([0.0, -0.0], (rows, N)), 3.0)
+                tiny = rng.random(rows) < 0.1
+                got = part.copy()
+                numpy_backend.zero_signs(got, tiny, used, N, sign)
+                r, k = np.nonzero((part == 0) & ~tiny[:, None])
+                want = part.copy()
+                want[r, k] = np.where(numpy_backend.zero_terms_negative(used, r, k, N, sign), -0.0, 0.0)
+                assert np.array_equal(got.view(np.int64), want.view(np.int64))
+                assert (got[tiny].view(np.int64) == part[tiny].view(np.int64)).all()

@@ -71,11 +71,13 @@ def test_zero_signs_same_bits_as_cpu(rng):
 
 
 @pytest.mark.parametrize("N", [1, 2, 7, 24, 25, 4096])
-def test_zero_terms_kernel_matches_numpy(rng, N):
-    """The GPU's term-by-term zero-sign rule (kernels/zero_terms.cu) against numpy's, on
-    zero rows of random signs and rows built so that every term of one part is -0, both
+def test_zero_signs_kernel_matches_numpy(rng, N):
+    """The GPU's zero_signs (kernels/zero_terms.cu, a thread per entry scanning the terms)
+    against numpy's (witnesses, closed form, then term by term), in place on the real and
+    imaginary parts of a complex output (strided views): zero rows of random signs, rows of
+    one sign, rows built so that every term of one part is -0, a few nonzero entries, both
     constant kinds, negated terms, sign +-1, an offset-1 part (c2r's imaginary parts), one-
-    and two-term parts."""
+    and two-term parts, tiny rows left alone, nonzero and NaN outputs untouched."""
     cupy = pytest.importorskip("cupy")
     from ozaki.backends import cupy_backend, numpy_backend
     rows, entries = 40, max(N - 1, 1)
@@ -92,15 +94,25 @@ def test_zero_terms_kernel_matches_numpy(rng, N):
             v[10 + q] = np.where((t < 0) != (not negated), -0.0, 0.0)
         return v
 
+    tiny = rng.random(rows) < 0.1
     for sign in (-1, 1):
         for sine, negated, offset in [(False, False, 0), (True, False, 0), (True, True, 1), (False, True, 1)]:
             terms = [(offset, values(offset, sine, negated, sign), sine, negated),
                      (0, values(0, not sine, not negated, sign), not sine, not negated)]
             for used in (terms[:1], terms):
-                r = np.concatenate([np.arange(10, 20), rng.integers(0, rows, 300)])
-                k = np.concatenate([built_k, rng.integers(0, N, 300)])
-                cpu = numpy_backend.zero_terms_negative(used, r, k, N, sign)
-                gpu_terms = [(o, cupy.asarray(v), s, n) for o, v, s, n in used]
-                gpu = cupy_backend.zero_terms_negative(gpu_terms, cupy.asarray(r), cupy.asarray(k), N, sign)
-                assert np.array_equal(gpu.get(), cpu)
-                assert cpu.any() or N <= 2                       # the built rows reach -0 results
+                out = np.where(rng.random((rows, N)) < 0.7, 0.0, 2.5) + 1j * np.where(rng.random((rows, N)) < 0.5,
+                                                                                         -0.0, np.nan)
+                out.real[rng.random((rows, N)) < 0.05] = np.nan
+                cpu = out.copy()
+                numpy_backend.zero_signs(cpu.real, tiny, used, N, sign)
+                gpu = cupy.asarray(out)
+                views = []                                     # the entries as strided views, as the FFT's
+                for o, v, s, n in used:
+                    z = np.full(v.shape, 7.0 + 0j)
+                    z.real = v
+                    views.append((o, cupy.asarray(z).real, s, n))
+                cupy_backend.zero_signs(gpu.real, cupy.asarray(tiny), views, N, sign)
+                _same_bits(gpu, cpu)
+                changed = np.signbit(cpu.real) != np.signbit(out.real)
+                assert not changed[tiny].any()
+                assert changed.any() or N <= 2                 # the rule reaches entries to flip

@@ -1,4 +1,4 @@
-// The sign rule of a zero DFT part, term by term (ozaki/fft/specials.py): part
+// The sign rule of zero DFT parts (ozaki/fft/specials.py), term by term: part
 // (row r, output k) is -0 exactly when it has a term and every term is -0.
 //
 // The same arithmetic as numpy_backend.zero_terms_negative: a term is an entry
@@ -6,7 +6,9 @@
 // 2 pi k n / N (times ``sign`` for sin), negated for some parts; a constant that
 // is exactly zero (t = 0) makes no term; a term v t is -0 when v is a zero whose
 // sign differs from t's (flipped when negated).  Integer work only: the angle
-// index j = k n mod N steps by k per entry.  One thread per zero part (grid-stride).
+// index j = k n mod N steps by k per entry.  The scan stops at the first term
+// that is not -0, so a row with a nonzero entry settles a part in a few steps
+// (numpy_backend finds such witnesses first, as arrays).
 
 __device__ __forceinline__ int cos_sign(long long j, long long N) {
     long long j4 = 4 * j;
@@ -20,8 +22,8 @@ __device__ __forceinline__ int sin_sign(long long j, long long N) {
 }
 
 struct Term {
-    const double* v;        // (rows, ld) row-major
-    long long entries, offset, ld;
+    const double* v;        // entry e of row r at v[r * ld + e * stride] (doubles)
+    long long entries, offset, ld, stride;
     int sine, negated;      // the constant part: sin (1) or cos (0)
 };
 
@@ -34,7 +36,7 @@ __device__ __forceinline__ bool all_minus_zero(const Term& t, long long r, long 
         int c = t.sine ? sin_sign(j, N) * sign : cos_sign(j, N);
         if (c != 0) {
             *present = true;
-            double x = row[e];
+            double x = row[e * t.stride];
             bool minus_zero = x == 0.0 && ((signbit(x) != 0) != (c < 0)) != (t.negated != 0);
             if (!minus_zero) return false;
         }
@@ -44,19 +46,28 @@ __device__ __forceinline__ bool all_minus_zero(const Term& t, long long r, long 
     return true;
 }
 
-extern "C" __global__ void zero_terms_negative(
-        const double* v0, long long entries0, long long offset0, long long ld0, int sine0, int negated0,
-        const double* v1, long long entries1, long long offset1, long long ld1, int sine1, int negated1,
-        int terms, const long long* __restrict__ rows, const long long* __restrict__ outs, long long count,
-        long long N, int sign, bool* __restrict__ negative) {
-    const Term t0 = {v0, entries0, offset0, ld0, sine0, negated0};
-    const Term t1 = {v1, entries1, offset1, ld1, sine1, negated1};
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count;
+// Every zero entry of the output part (rows, bins; entry (r, k) at
+// part[r * part_ld + k * part_stride]) outside the tiny rows set to -0 or +0 by
+// the rule, in place: one thread per entry (grid-stride), nonzero entries (NaN
+// included) left as they are.
+extern "C" __global__ void zero_signs(
+        double* __restrict__ part, long long rows, long long bins, long long part_ld, long long part_stride,
+        const bool* __restrict__ tiny,
+        const double* v0, long long entries0, long long offset0, long long ld0, long long stride0, int sine0,
+        int negated0,
+        const double* v1, long long entries1, long long offset1, long long ld1, long long stride1, int sine1,
+        int negated1,
+        int terms, long long N, int sign) {
+    const Term t0 = {v0, entries0, offset0, ld0, stride0, sine0, negated0};
+    const Term t1 = {v1, entries1, offset1, ld1, stride1, sine1, negated1};
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < rows * bins;
          i += (long long)gridDim.x * blockDim.x) {
-        long long r = rows[i], k = outs[i];
+        long long r = i / bins, k = i - r * bins;
+        double* at = part + r * part_ld + k * part_stride;
+        if (*at != 0.0 || tiny[r]) continue;
         bool present = false;
         bool all = all_minus_zero(t0, r, k, N, sign, &present);
         if (all && terms == 2) all = all_minus_zero(t1, r, k, N, sign, &present);
-        negative[i] = all && present;
+        *at = all && present ? -0.0 : 0.0;
     }
 }
