@@ -1,0 +1,67 @@
+"""GPU time per kernel of one call, from CUPTI through torch.profiler (PyTorch's profiler
+records every kernel of the process, CuPy's and cuBLAS's included), as a table.
+
+    python -m bench.kernel_times fftn 256        # fftn of a 256^3 real-valued complex cube
+    python -m bench.kernel_times matmul 4096     # ozaki.matmul, N(0,1), default mode
+
+Kernels of one name are summed; names are cut to 90 characters.  The call runs once
+before (compilation, plan constants) and once under the profiler.
+"""
+
+import argparse
+import json
+from collections import defaultdict
+
+import numpy as np
+
+
+def kernel_times(call, synchronize):
+    """[(name, calls, total ms)] of the kernels ``call()`` launches, longest first, and
+    the sum of their times in ms."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    call()
+    synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        call()
+        synchronize()
+    totals = defaultdict(lambda: [0, 0.0])
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            t = totals[e.name[:90]]
+            t[0] += 1
+            t[1] += e.time_range.elapsed_us() / 1e3
+    rows = sorted(((n, c, ms) for n, (c, ms) in totals.items()), key=lambda r: -r[2])
+    return rows, sum(r[2] for r in rows)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=["fftn", "matmul"])
+    ap.add_argument("n", type=int)
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--out", default=None, help="also write the rows as JSON here")
+    a = ap.parse_args(argv)
+    import cupy
+    import ozaki
+    import ozaki.fft
+    rng = np.random.default_rng(5)
+    if a.what == "fftn":
+        d = cupy.asarray(rng.random((a.n,) * 3) - 0.5 + 0j)
+        call = lambda: ozaki.fft.fftn(d)                                  # noqa: E731
+    else:
+        A, B = (cupy.asarray(rng.standard_normal((a.n, a.n))) for _ in range(2))
+        call = lambda: ozaki.matmul(A, B)                                 # noqa: E731
+    rows, total = kernel_times(call, cupy.cuda.Device().synchronize)
+    print(f"{a.what} {a.n}: {sum(r[1] for r in rows)} kernels, {total:.2f} ms of GPU time")
+    print(f"{'ms':>9} {'share':>6} {'calls':>6}  kernel")
+    for name, calls, ms in rows[:a.top]:
+        print(f"{ms:9.3f} {100 * ms / total:5.1f}% {calls:6d}  {name}")
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump({"what": a.what, "n": a.n, "total_ms": total,
+                       "kernels": [{"name": n, "calls": c, "ms": ms} for n, c, ms in rows]}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
