@@ -15,6 +15,8 @@
 #             table (512^3 fftn and rfftn, a batch of 4096 x 1024, 2^24), a cProfile of fftn 256^3,
 #             ozaki.matmul at 49152
 #   benches   GPU tests of the last fixes, certified's time split, FFT and linalg (prepared operands)
+#   fftpass   GPU tests of the one-pass zero signs and residue sums; the FFT issue's table; the GPU
+#             time per kernel of fftn 256^3, a batch of 4096 x 1024 and 1-D 2^20 (bench.kernel_times)
 #   mends     first: the GPU tests of the changes made after run bdcaf40 (linalg streams, tiny FFT rows),
 #             then every GPU test in two timed groups
 #   residual  GPU tests of the exact residual kernel and the FFT plans; linalg at 16384 with it; the
@@ -26,7 +28,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -115,6 +117,16 @@ elif [ "$profile" = mends ]; then     # the changes after bdcaf40, then every GP
     stage gpu_rest 200 python3 -m pytest -q --durations=6 -m gpu tests --ignore=tests/backends --ignore=tests/gemm \
         --ignore=tests/linalg --ignore=tests/fft/test_fft_gpu.py --ignore=tests/test_api.py \
         -p no:cacheprovider --junitxml="$W/gpu_rest.xml"
+elif [ "$profile" = fftpass ]; then   # the one-pass zero signs and residue sums, then where the FFT's time goes
+    stage gpu_fftpass 170 python3 -m pytest -q --durations=6 -m gpu tests/fft/test_fft_gpu.py \
+        tests/backends/test_cupy_backend.py -k "zero_signs or add_residues or complex or fft or stack or specials" \
+        -p no:cacheprovider --junitxml="$W/gpu_fftpass.xml"
+    stage fft 90 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+        --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft.json"
+    stage kernels_fftn 30 python3 -m bench.kernel_times fftn 256 --out "$W/kernels_fftn.json"
+    stage kernels_batch 20 python3 -m bench.kernel_times batch 4096x1024 --out "$W/kernels_batch.json"
+    stage kernels_1d 20 python3 -m bench.kernel_times fft 1048576 --out "$W/kernels_1d.json"
+    stage fft_1024 60 python3 -m bench.fft --cubes 1024 --sizes --repeats 1 --out "$W/fft_1024.json"
 elif [ "$profile" = residual ]; then  # the exact residual kernel, row_bits, the FFT's direct plans
     stage gpu_residual 120 python3 -m pytest -q --durations=6 -m gpu tests/linalg/test_gpu.py tests/fft/test_fft_gpu.py \
         tests/backends/test_cupy_backend.py -k "not same_bits_wide and not chunked" -p no:cacheprovider \
@@ -163,6 +175,7 @@ for f in linalg linalg_32k dask certified; do [ -f "$W/$f.txt" ] && { echo "== $
 [ -f "$W/steps.txt" ] && { echo "== time split =="; cat "$W/steps.txt"; }
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
+for f in "$W"/kernels_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; head -22 "$f"; }; done
 [ -f "$W/fft_profile.txt" ] && { echo "== FFT profile =="; head -45 "$W/fft_profile.txt"; }
 ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_table.txt "$W"/fft_cublas.txt "$W"/fft_direct.txt "$W"/fft_fused.txt "$W"/fft_1024.txt 2>/dev/null; }
 [ -f "$W/verify.txt" ] && { echo "== verify =="; grep -E "FAIL|fail|verify:" "$W/verify.txt" | tail -8; }

@@ -1,8 +1,10 @@
 """GPU time per kernel of one call, from CUPTI through torch.profiler (PyTorch's profiler
 records every kernel of the process, CuPy's and cuBLAS's included), as a table.
 
-    python -m bench.kernel_times fftn 256        # fftn of a 256^3 real-valued complex cube
-    python -m bench.kernel_times matmul 4096     # ozaki.matmul, N(0,1), default mode
+    python -m bench.kernel_times fftn 256          # fftn of a 256^3 real-valued complex cube
+    python -m bench.kernel_times batch 4096x1024   # fft of 4096 complex rows of 1024 points
+    python -m bench.kernel_times fft 1048576       # one complex 1-D transform
+    python -m bench.kernel_times matmul 4096       # ozaki.matmul, N(0,1), default mode
 
 Kernels of one name are summed; names are cut to 90 characters.  The call runs once
 before (compilation, plan constants) and once under the profiler.
@@ -37,8 +39,8 @@ def kernel_times(call, synchronize):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["fftn", "matmul"])
-    ap.add_argument("n", type=int)
+    ap.add_argument("what", choices=["fftn", "batch", "fft", "matmul"])
+    ap.add_argument("n", help="the size (batch: BxN)")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--out", default=None, help="also write the rows as JSON here")
     a = ap.parse_args(argv)
@@ -46,12 +48,15 @@ def main(argv=None):
     import ozaki
     import ozaki.fft
     rng = np.random.default_rng(5)
-    if a.what == "fftn":
-        d = cupy.asarray(rng.random((a.n,) * 3) - 0.5 + 0j)
-        call = lambda: ozaki.fft.fftn(d)                                  # noqa: E731
-    else:
-        A, B = (cupy.asarray(rng.standard_normal((a.n, a.n))) for _ in range(2))
+    shape = {"fftn": lambda s: (int(s),) * 3, "batch": lambda s: tuple(int(v) for v in s.lower().split("x")),
+             "fft": lambda s: (int(s),), "matmul": lambda s: (int(s), int(s))}[a.what](a.n)
+    if a.what == "matmul":
+        A, B = (cupy.asarray(rng.standard_normal(shape)) for _ in range(2))
         call = lambda: ozaki.matmul(A, B)                                 # noqa: E731
+    else:
+        d = cupy.asarray(rng.random(shape) - 0.5 + 1j * (rng.random(shape) - 0.5 if a.what != "fftn" else 0))
+        fn = ozaki.fft.fftn if a.what == "fftn" else ozaki.fft.fft
+        call = lambda: fn(d)                                              # noqa: E731
     rows, total = kernel_times(call, cupy.cuda.Device().synchronize)
     print(f"{a.what} {a.n}: {sum(r[1] for r in rows)} kernels, {total:.2f} ms of GPU time")
     print(f"{'ms':>9} {'share':>6} {'calls':>6}  kernel")
