@@ -6,7 +6,8 @@
 Each row also splits one transform's time over the pipeline steps (residues,
 GEMMs, epilogue, ...: bench.common.step_split), the rest being the FFT's own
 twiddle products and transposes.  Errors: benchFFT's L2 relative error of sampled bins against an mpmath DFT at
-40 digits (1-D only; a 3-D bin would need N^3 terms).
+40 digits (1-D only; a 3-D bin would need N^3 terms); past --max-l2-size the rows record the sampled bins'
+values and ``python -m bench.fft_l2 FILE`` computes their reference (reference.dft_bins_exact_sum) offline.
 """
 
 import argparse
@@ -32,10 +33,12 @@ def main(argv=None):
                     help="batches of B 1-D transforms of N points (one fft along the last axis)")
     ap.add_argument("--real-cubes", type=int, nargs="*", default=[], metavar="N",
                     help="rfftn of real N^3 data against cupy.fft.rfftn")
-    ap.add_argument("--bins", type=int, default=4)
+    ap.add_argument("--bins", type=int, default=16,
+                    help="bins sampled per 1-D size (recorded; bench.fft_l2 makes their reference offline)")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--max-l2-size", type=int, default=1 << 20,
-                    help="longest transform whose sampled bins get the mpmath reference (O(N) each)")
+    ap.add_argument("--max-l2-size", type=int, default=1 << 16,
+                    help="longest transform whose sampled bins get the mpmath reference here (O(N) mpmath "
+                         "operations each); the longer ones' come from bench.fft_l2")
     ap.add_argument("--single", action="store_true",
                     help="largest transforms: one run, timed and split, whose result gives the error")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
@@ -125,8 +128,7 @@ def run(a, cupy):
         d = cupy.asarray(x)
         t_cufft, t_ours, split, ours = timed(of.fft, d)
         row = {"shape": [N], "cufft_ms": t_cufft, "ozaki_ms": t_ours, "ratio": t_cufft / t_ours, "split_ms": split}
-        count = max(1, a.bins * 65536 // N) if N <= a.max_l2_size else a.bins
-        ks = [int(k) for k in np.random.default_rng([SEED, N, 1]).integers(0, N, count)]
+        ks = [int(k) for k in np.random.default_rng([SEED, N, 1]).integers(0, N, a.bins)]
         theirs = cupy.fft.fft(d)
         # the sampled bins as exact hex floats, for a reference computed elsewhere (bench.fft_l2)
         row.update({"seed": [SEED, N], "bins": ks,
