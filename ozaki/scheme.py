@@ -35,7 +35,8 @@ uses array-module reductions); the backends implement ``split``, ``scan_rows``,
 ``add_residues`` (complex), ``gemm`` and ``epilogue``, ``row_bits`` (exact mode's
 per-row bit ranges), ``widen`` (exact float32
 -> float64, used by the entry points before this module), ``choose_path``, and
-``zero_signs`` (ozaki.fft's sign rule of zero parts, in place);
+``zero_signs`` (ozaki.fft's sign rule of zero parts, in place) and ``row_specials``
+(its rows' NaN/inf and tiny-entry flags);
 the GPU backend also ``fused_product`` (gemm and epilogue in one kernel) and
 ``bound_maxima`` (the bound GEMM's maxima on chip), which "fused" paths use.
 """

@@ -16,6 +16,8 @@
     gemm_fp32_digits  the fp8 substrate's digit GEMMs on cuBLASLt FP8 (torch._scaled_mm)
     zero_signs  ozaki.fft's sign rule of zero parts, in place, a thread per entry
               (kernels/zero_terms.cu)
+    row_specials  ozaki.fft's per-row NaN/inf and tiny-entry flags, one pass
+              (kernels/row_specials.cu)
 
 Kernels are CUDA source files beside this module, compiled on first use and
 memoized per device; everything runs on the current CuPy stream.
@@ -669,6 +671,21 @@ def _strides(a):
     return tuple(np.int64(st // a.itemsize) for st in a.strides)
 
 
+def row_specials(parts, tiny):
+    """As numpy_backend.row_specials, one pass over each view (kernels/row_specials.cu)."""
+    rows = parts[0].shape[0]
+    flags = cupy.zeros(rows, dtype=cupy.int32)
+    kern = _kernel("row_specials.cu", "row_specials", (), _device())
+    for v in parts:
+        entries = v.shape[1]
+        if rows and entries:
+            threads = 256 if entries > 128 else 32 * -(-entries // 32)
+            along = int(min(-(-entries // (threads * 4)), 1024))
+            kern((along, int(min(rows, 65535))), (threads,),
+                 (v, np.int64(rows), np.int64(entries), *_strides(v), np.float64(tiny), flags))
+    return (flags & 1) != 0, (flags & 2) != 0
+
+
 def zero_signs(part, tiny, terms, N, sign):
     """As numpy_backend.zero_signs, in one pass over the part (kernels/zero_terms.cu): a
     thread per entry, which scans a zero's terms until one is not -0.  (The array version
@@ -682,9 +699,10 @@ def zero_signs(part, tiny, terms, N, sign):
         args += [v, np.int64(v.shape[1]), np.int64(offset), *_strides(v), np.int32(bool(sine)),
                  np.int32(bool(negated))]
     kern = _kernel("zero_terms.cu", "zero_signs", (), _device())
-    kern(*_grid(rows * bins), (part, np.int64(rows), np.int64(bins), *_strides(part),
-                               cupy.ascontiguousarray(tiny, dtype=cupy.bool_), *args,
-                               np.int32(len(terms)), np.int64(N), np.int32(sign)))
+    threads = 256 if bins > 128 else 32 * -(-bins // 32)
+    kern((int(min(-(-bins // threads), 1024)), int(min(rows, 65535))), (threads,),
+         (part, np.int64(rows), np.int64(bins), *_strides(part), cupy.ascontiguousarray(tiny, dtype=cupy.bool_),
+          *args, np.int32(len(terms)), np.int64(N), np.int32(sign)))
 
 
 # ----------------------------------------------------------- exact residuals --

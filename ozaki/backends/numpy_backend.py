@@ -262,6 +262,20 @@ def angle_signs(j, N, xp=np):
     return c, s
 
 
+def row_specials(parts, tiny):
+    """(bad, small): per row of the 2-D views ``parts`` (one row each, side by side),
+    whether it holds a NaN or an infinity, and a nonzero entry below ``tiny`` in
+    magnitude (ozaki.fft.specials.prepare)."""
+    rows = parts[0].shape[0]
+    bad, small = np.zeros(rows, dtype=bool), np.zeros(rows, dtype=bool)
+    for v in parts:
+        if v.shape[1]:
+            magnitude = np.abs(v)
+            bad |= ~np.isfinite(v).all(axis=1)
+            small |= ((magnitude < tiny) & (magnitude > 0)).any(axis=1)
+    return bad, small
+
+
 def zero_signs(part, tiny, terms, N, sign):
     """Set every zero entry of ``part`` (rows, bins; a view, written in place) outside the
     ``tiny`` rows to -0 or +0 by the sign rule of ozaki.fft.specials: -0 exactly when the

@@ -79,30 +79,23 @@ def prepare(x, kind, N):
     if x.size == 0:
         return x, None
     if kind == "c2r":
-        read = xp.concatenate([x.real, x.imag[:, 1:(N + 1) // 2]], axis=1)   # what numpy's irfft reads
+        read = [x.real, x.imag[:, 1:(N + 1) // 2]]                 # what numpy's irfft reads
     elif x.dtype.kind == "c":
-        read = xp.concatenate([x.real, x.imag], axis=1)
+        read = [x.view(xp.float64)] if x.flags.c_contiguous else [x.real, x.imag]
     else:
-        read = x
-    finite = xp.isfinite(read)
-    bad = ~finite.all(axis=1)
+        read = [x]
+    from .. import backend_for
+    bad, tiny = backend_for(x).row_specials(read, TINY)
     any_bad = bool(bad.any())
     if any_bad:
-        if kind == "c2r":
-            clean = xp.empty_like(x)
-            clean.real = xp.where(xp.isfinite(x.real), x.real, 0)
-            clean.imag = xp.where(xp.isfinite(x.imag), x.imag, 0)
-            x = clean
-        elif x.dtype.kind == "c":
+        if x.dtype.kind == "c":
             clean = xp.empty_like(x)
             clean.real = xp.where(xp.isfinite(x.real), x.real, 0)
             clean.imag = xp.where(xp.isfinite(x.imag), x.imag, 0)
             x = clean
         else:
-            x = xp.where(finite, x, 0)
-    magnitude = xp.abs(read)
-    tiny = ((magnitude < TINY) & (magnitude > 0)).any(axis=1)
-    return x, {"bad": bad if any_bad else None, "tiny": tiny, "original": read if any_bad else None}
+            x = xp.where(xp.isfinite(x), x, 0)
+    return x, {"bad": bad if any_bad else None, "tiny": tiny}
 
 
 def finish(out, fix, kind, N, sign, original):

@@ -73,46 +73,74 @@ def test_zero_signs_same_bits_as_cpu(rng):
 @pytest.mark.parametrize("N", [1, 2, 7, 24, 25, 4096])
 def test_zero_signs_kernel_matches_numpy(rng, N):
     """The GPU's zero_signs (kernels/zero_terms.cu, a thread per entry scanning the terms)
-    against numpy's (witnesses, closed form, then term by term), in place on the real and
-    imaginary parts of a complex output (strided views): zero rows of random signs, rows of
-    one sign, rows built so that every term of one part is -0, a few nonzero entries, both
-    constant kinds, negated terms, sign +-1, an offset-1 part (c2r's imaginary parts), one-
-    and two-term parts, tiny rows left alone, nonzero and NaN outputs untouched."""
+    against numpy's term-by-term rule on every zero entry and against numpy's zero_signs
+    (witnesses and closed form first), in place on the real part of a complex output (a
+    strided view), on the FFT's terms of each kind as the specials read them (strided
+    views): rows of -0, rows of +0, zero rows of random signs, lone nonzero entries,
+    sign +-1; tiny rows, nonzero and NaN outputs left alone."""
     cupy = pytest.importorskip("cupy")
     from ozaki.backends import cupy_backend, numpy_backend
-    rows, entries = 40, max(N - 1, 1)
-    built_k = rng.integers(0, N, 10)                     # rows 10..19: all terms -0 at these k
-
-    def values(offset, sine, negated, sign):
-        v = np.where(rng.random((rows, entries)) < 0.5, -0.0, 0.0)
-        v[rng.random((rows, entries)) < 0.02] = 1.5       # a few nonzero entries
-        v[:5], v[5:10] = -0.0, 0.0
-        n = offset + np.arange(entries)
-        for q, k in enumerate(built_k):
-            c, s = numpy_backend.angle_signs((k * n) % N, N)
-            t = s * sign if sine else c
-            v[10 + q] = np.where((t < 0) != (not negated), -0.0, 0.0)
-        return v
-
-    tiny = rng.random(rows) < 0.1
-    for sign in (-1, 1):
-        for sine, negated, offset in [(False, False, 0), (True, False, 0), (True, True, 1), (False, True, 1)]:
-            terms = [(offset, values(offset, sine, negated, sign), sine, negated),
-                     (0, values(0, not sine, not negated, sign), not sine, not negated)]
-            for used in (terms[:1], terms):
-                out = np.where(rng.random((rows, N)) < 0.7, 0.0, 2.5) + 1j * np.where(rng.random((rows, N)) < 0.5,
-                                                                                         -0.0, np.nan)
+    from ozaki.fft import specials
+    rows = 40
+    for kind in ("c2c", "r2c", "c2r"):
+        length = N // 2 + 1 if kind == "c2r" else N
+        parts = [np.where(rng.random((rows, length)) < 0.5, -0.0, 0.0) for _ in range(2)]
+        for p in parts:
+            p[:10], p[10:20] = -0.0, 0.0
+            pick = np.arange(30, rows)                     # rows 30..: a lone nonzero entry
+            p[pick, rng.integers(0, length, len(pick))] = rng.choice([-1.5, 2.0], len(pick))
+        data = parts[0]
+        if kind != "r2c":
+            data = np.empty((rows, length), dtype=np.complex128)
+            data.real, data.imag = parts
+        inputs, on_gpu = specials._inputs_2d(data, kind, N), specials._inputs_2d(cupy.asarray(data), kind, N)
+        tiny = rng.random(rows) < 0.1
+        tiny[:10] = False
+        for sign in (-1, 1):
+            for terms in specials._TERMS[kind]:
+                cpu_terms = [(inputs[q][0], inputs[q][1], ctype == "s", negated) for q, ctype, negated in terms]
+                gpu_terms = [(on_gpu[q][0], on_gpu[q][1], ctype == "s", negated) for q, ctype, negated in terms]
+                out = np.empty((rows, N), dtype=np.complex128)
+                out.real = np.where(rng.random((rows, N)) < 0.7, 0.0, 2.5)
                 out.real[rng.random((rows, N)) < 0.05] = np.nan
+                out.real[:10, 0] = 0.0                     # output 0 of the -0 rows: -0 where it has a term
+                out.imag = np.where(rng.random((rows, N)) < 0.5, -0.0, np.nan)
+                want = out.copy()
+                r, k = np.nonzero((want.real == 0) & ~tiny[:, None])
+                want.real[r, k] = np.where(numpy_backend.zero_terms_negative(cpu_terms, r, k, N, sign), -0.0, 0.0)
                 cpu = out.copy()
-                numpy_backend.zero_signs(cpu.real, tiny, used, N, sign)
+                numpy_backend.zero_signs(cpu.real, tiny, cpu_terms, N, sign)
+                _same_bits(cupy.asarray(want), cpu)
                 gpu = cupy.asarray(out)
-                views = []                                     # the entries as strided views, as the FFT's
-                for o, v, s, n in used:
-                    z = np.full(v.shape, 7.0 + 0j)
-                    z.real = v
-                    views.append((o, cupy.asarray(z).real, s, n))
-                cupy_backend.zero_signs(gpu.real, cupy.asarray(tiny), views, N, sign)
-                _same_bits(gpu, cpu)
-                changed = np.signbit(cpu.real) != np.signbit(out.real)
-                assert not changed[tiny].any()
-                assert changed.any() or N <= 2                 # the rule reaches entries to flip
+                cupy_backend.zero_signs(gpu.real, cupy.asarray(tiny), gpu_terms, N, sign)
+                _same_bits(gpu, want)
+                assert not (np.signbit(want.real) != np.signbit(out.real))[tiny].any()
+        # the -0 rows' output 0 (the last terms': c2c's Im, xi cos 0; c2r's xr cos 0) is -0
+        assert kind == "r2c" or np.signbit(want.real[:10, 0]).all()
+
+
+@pytest.mark.parametrize("rows, length", [(1, 1 << 20), (3, 5), (70000, 24), (600, 1500)])
+def test_row_specials_kernel_matches_numpy(rng, rows, length):
+    """The rows' NaN/inf and tiny-entry flags on the device (kernels/row_specials.cu) equal
+    numpy's: a long row over many blocks, more rows than a grid's y dimension, complex data
+    read as one float64 view and as strided real/imaginary views, c2r's imaginary slice."""
+    cupy = pytest.importorskip("cupy")
+    from ozaki.backends import cupy_backend, numpy_backend
+    from ozaki.fft import specials
+    x = rng.standard_normal((rows, length)) + 1j * rng.standard_normal((rows, length))
+    for value, count in ((np.nan, 3), (np.inf, 2), (-np.inf, 2), (1e-300, 3), (-5e-324, 2), (0.0, 5)):
+        r, c = rng.integers(0, rows, count), rng.integers(0, length, count)
+        x.real[r, c] = value
+        x.imag[rng.integers(0, rows, count), rng.integers(0, length, count)] = value
+    d = cupy.asarray(x)
+    half = max(1, length // 2)
+
+    def views(a, xp):
+        return [[a.view(xp.float64)], [a.real, a.imag], [a.real, a.imag[:, 1:half]], [a.real]]
+
+    for cpu, gpu in zip(views(x, np), views(d, cupy)):
+        want = numpy_backend.row_specials(cpu, specials.TINY)
+        got = cupy_backend.row_specials(gpu, specials.TINY)
+        for w, g in zip(want, got):
+            assert np.array_equal(g.get(), w)
+        assert want[0].any() and want[1].any() and (rows < 8 or not want[0].all())

@@ -48,8 +48,8 @@ __device__ __forceinline__ bool all_minus_zero(const Term& t, long long r, long 
 
 // Every zero entry of the output part (rows, bins; entry (r, k) at
 // part[r * part_ld + k * part_stride]) outside the tiny rows set to -0 or +0 by
-// the rule, in place: one thread per entry (grid-stride), nonzero entries (NaN
-// included) left as they are.
+// the rule, in place: one thread per entry, blocks along a row (x) and over rows
+// (y, grid-stride); nonzero entries (NaN included) are left as they are.
 extern "C" __global__ void zero_signs(
         double* __restrict__ part, long long rows, long long bins, long long part_ld, long long part_stride,
         const bool* __restrict__ tiny,
@@ -60,14 +60,16 @@ extern "C" __global__ void zero_signs(
         int terms, long long N, int sign) {
     const Term t0 = {v0, entries0, offset0, ld0, stride0, sine0, negated0};
     const Term t1 = {v1, entries1, offset1, ld1, stride1, sine1, negated1};
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < rows * bins;
-         i += (long long)gridDim.x * blockDim.x) {
-        long long r = i / bins, k = i - r * bins;
-        double* at = part + r * part_ld + k * part_stride;
-        if (*at != 0.0 || tiny[r]) continue;
-        bool present = false;
-        bool all = all_minus_zero(t0, r, k, N, sign, &present);
-        if (all && terms == 2) all = all_minus_zero(t1, r, k, N, sign, &present);
-        *at = all && present ? -0.0 : 0.0;
+    for (long long r = blockIdx.y; r < rows; r += gridDim.y) {
+        if (tiny[r]) continue;
+        for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < bins;
+             k += (long long)gridDim.x * blockDim.x) {
+            double* at = part + r * part_ld + k * part_stride;
+            if (*at != 0.0) continue;
+            bool present = false;
+            bool all = all_minus_zero(t0, r, k, N, sign, &present);
+            if (all && terms == 2) all = all_minus_zero(t1, r, k, N, sign, &present);
+            *at = all && present ? -0.0 : 0.0;
+        }
     }
 }
