@@ -326,6 +326,22 @@ def exact_side(xp, backend, X):
     return beta, xp.max(top - beta), backend.scan_rows(X)[1]
 
 
+def exact_pair_side(xp, backend, X, low):
+    """exact_side of the exact sums X + low, row by row (prepare_pair): the bottom at the
+    lower of the two lowest set bits; the top X's where low's is at least 54 below it
+    (|x| <= 2**t - 2**(t - 53) for a float64 below 2**t, so |x + l| < 2**t when
+    |l| < 2**(t - 54)), else one above the higher; a row that is zero in one takes the
+    other's.  Flags (NaN/inf, zeros) are X's: the IEEE fix-ups read X, whose values
+    the sums round to when low holds the rounded remainders."""
+    top_x, low_x = _row_bits(xp, backend, X)
+    top_l, low_l = _row_bits(xp, backend, low)
+    zero_x, zero_l = (top_x == 0) & (low_x == 0), (top_l == 0) & (low_l == 0)
+    top = xp.where(top_l <= top_x - 54, top_x, xp.maximum(top_x, top_l) + 1)
+    top = xp.where(zero_l, top_x, xp.where(zero_x, top_l, top))
+    beta = xp.where(zero_l, low_x, xp.where(zero_x, low_l, xp.minimum(low_x, low_l)))
+    return beta, xp.max(top - beta), backend.scan_rows(X)[1]
+
+
 def plan_exact(xp, A, Bt, num_moduli, backend, prepared=(None, None)):
     """Bottoms at the lowest set bit; slices of ``width`` bits; the cheapest width.
 
@@ -462,6 +478,8 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
     def slices(X_parts, lo, hi, beta, width, count, ready):
         if ready is not None and ready.fits(width, count):
             return ready.residues(plan, lo, hi)
+        if ready is not None and ready.pair:           # its rows hold X alone, not X + low
+            raise RuntimeError("an exact pair operand (prepare_pair) cannot take this product's slicing")
         return _part_residues([X[lo:hi] for X in X_parts], beta[lo:hi], width, plan, count, backend)
 
     for j0 in range(0, n, nb):
@@ -888,15 +906,27 @@ def prepare(X, side, mode, num_moduli, backend, dtype=None):
     return Prepared(_Ready(X, side, mode, num_moduli, backend, dtype), 0, X.shape[0])
 
 
+def prepare_pair(X, low, side, num_moduli, backend):
+    """The (batch, r, c) stacks X and low made ready as one exact-mode operand whose
+    entries are the exact sums X + low (ozaki.fft's constants: correctly rounded roots of
+    unity beside their rounded remainders).  Products with it are the correctly rounded
+    exact products with X + low, as [x, x] @ [X; low] is, on an inner dimension half as
+    long: its residues are X's and low's added mod p, under one slice wide enough for
+    every row (a narrower slicing of the sums would carry between slices).  The IEEE
+    fix-ups read X (exact where X + low rounds to X)."""
+    return Prepared(_Ready(X, side, "exact", num_moduli, backend, low=low), 0, X.shape[0])
+
+
 class _Ready:
     """What a Prepared stack keeps, shared by its batch windows."""
 
-    def __init__(self, array, side, mode, num_moduli, backend, dtype=None):
+    def __init__(self, array, side, mode, num_moduli, backend, dtype=None, low=None):
         xp = backend.xp
         self.array, self.side, self.mode, self.num_moduli, self.backend = array, side, mode, num_moduli, backend
         self.dtype = np.dtype(array.dtype if dtype is None else dtype)
         self.rows_per_matrix = array.shape[1] if side == "left" else array.shape[2]
         self.parts, self.joined = operand_rows(backend, array, side)
+        self.low_parts = None                # prepare_pair: the remainders' rows
         self.lock = threading.Lock()
         self.residue_stacks = {}        # key -> (moduli count, per part the residue slices of every row)
         self.width, self.slices = 0, 1
@@ -904,9 +934,20 @@ class _Ready:
             return
         k = self.joined.shape[1]
         if mode == "exact":
-            self.beta, span, self.flags = exact_side(xp, backend, self.joined)
+            if low is None:
+                self.beta, span, self.flags = exact_side(xp, backend, self.joined)
+            else:
+                self.low_parts, low_joined = operand_rows(backend, low, side)
+                self.beta, span, self.flags = exact_pair_side(xp, backend, self.joined, low_joined)
             self.span, = to_host_ints(xp, [span])
-            self.width = exact_sizes(self.span, DATA_SPAN_HINT, k, num_moduli)[0]
+            if low is None:
+                self.width = exact_sizes(self.span, DATA_SPAN_HINT, k, num_moduli)[0]
+            else:
+                self.width = -(-max(self.span, 1) // SLICE_QUANTUM) * SLICE_QUANTUM
+                most = crt.usable_bits(crt.max_num_moduli())
+                if self.width + SLICE_QUANTUM + _clog2(k) > most:
+                    raise ValueError(f"prepare_pair: the sums' rows span {self.span} bits, more than one slice "
+                                     f"beside the narrowest data slice can carry in {most} bits")
             self.slices = -(-max(self.span, 1) // self.width)
         else:
             self.fast = fast_side(xp, backend, self.joined)
@@ -926,14 +967,19 @@ class _Ready:
                     mods, beta = min(m + MODULI_HEADROOM, crt.max_num_moduli()), self.beta
                 else:
                     mods, beta = m, fast_bottoms(self.backend.xp, self.fast, fast_bits(m)[self.side == "right"])[0]
-                got = (mods, _part_residues(self.parts, beta, self.width, plan, self.slices, self.backend, mods))
+                got = _part_residues(self.parts, beta, self.width, plan, self.slices, self.backend, mods)
+                if self.low_parts is not None:         # one slice: the sums' residues
+                    low = _part_residues(self.low_parts, beta, self.width, plan, self.slices, self.backend, mods)
+                    got = [[self.backend.add_residues(h, l, mods) for h, l in zip(hs, ls)] for hs, ls in zip(got, low)]
+                got = (mods, got)
                 self.residue_stacks[key] = got
             return got[1]
 
     @property
     def nbytes(self):
         stacks = [r for _, parts in self.residue_stacks.values() for part in parts for r in part]
-        return self.array.nbytes + sum(p.nbytes for p in self.parts) + sum(r.nbytes for r in stacks)
+        low = sum(p.nbytes for p in self.low_parts or ())
+        return self.array.nbytes + sum(p.nbytes for p in self.parts) + low + sum(r.nbytes for r in stacks)
 
 
 class Prepared:
@@ -995,6 +1041,11 @@ class Prepared:
         """fast_side's facts of the window."""
         w = self._rows()
         return tuple(f[w] for f in self._ready.fast)
+
+    @property
+    def pair(self):
+        """Whether it is an exact pair X + low (prepare_pair)."""
+        return self._ready.low_parts is not None
 
     def fits(self, width, count):
         """Whether its residues are cut as a product's plan cuts its side (exact_sizes_beside)."""

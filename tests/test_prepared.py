@@ -235,3 +235,66 @@ def test_property_prepared_equals_unprepared(A, n, mode, data):
     assert all(same_bits(plain, c) for c in prepared)
     if mode == "exact":
         assert same_bits(prepared[0], reference.exact_matmul(A, B))
+
+
+def pair_families(rng, k, n):
+    """(X, low) stacks whose exact sums X + low are the operand: rounded remainders (as
+    ozaki.fft's constants), a low as large as X (tops one above), zeros in either, rows
+    zero in X alone, subnormal and huge parts, wide spans."""
+    X = inputs.normal(rng, (k, n))
+    yield X, (X * 2.0 ** -53) * rng.uniform(-0.5, 0.5, X.shape)
+    yield X, inputs.normal(rng, (k, n))
+    yield inputs.sprinkle_zeros(rng, X), inputs.sprinkle_zeros(rng, inputs.normal(rng, (k, n)) * 2.0 ** -60)
+    Z = X.copy()
+    Z[:, 0] = 0.0
+    Z[0, :] = 0.0
+    yield Z, inputs.normal(rng, (k, n)) * 2.0 ** -70
+    yield inputs.subnormal_heavy(rng, (k, n)) * 2.0 ** 900, inputs.subnormal_heavy(rng, (k, n)) * 2.0 ** 900
+    yield inputs.wide(rng, (k, n), 60), inputs.wide(rng, (k, n), 60) * 2.0 ** -80
+    yield -X, X * (1 + 2.0 ** -52)                               # sums that nearly cancel
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_pair_is_the_correctly_rounded_product_with_the_sums(rng, side):
+    """scheme.prepare_pair's products are the correctly rounded exact products with X + low
+    (checked against fractions through [A, A] @ [X; low]) and the bits of ozaki.matmul's
+    exact product of those doubled operands, for every family, on either side."""
+    from ozaki.backends import numpy_backend as backend
+    for X, low in pair_families(rng, 23, 7):
+        A = inputs.wide(rng, (5, 23), 30)
+        if side == "right":
+            p = scheme.prepare_pair(X[None], low[None], "right", None, backend)
+            p.matrix = True
+            got = ozaki.matmul(A, p)
+            ref = reference.exact_matmul(np.concatenate([A, A], axis=1), np.concatenate([X, low], axis=0))
+        else:
+            p = scheme.prepare_pair(X.T[None], low.T[None], "left", None, backend)
+            p.matrix = True
+            got = ozaki.matmul(p, A.T)
+            ref = reference.exact_matmul(np.concatenate([X.T, low.T], axis=1), np.concatenate([A.T, A.T], axis=0))
+        assert same_bits(got, ref)
+
+
+def test_pair_too_wide_for_one_slice_is_refused(rng):
+    """Sums whose rows span more bits than one slice can carry beside the narrowest data
+    slice: a ValueError at preparation, not a product that drops low's bits."""
+    from ozaki.backends import numpy_backend as backend
+    X = inputs.normal(rng, (30, 4))
+    with pytest.raises(ValueError, match="prepare_pair"):
+        scheme.prepare_pair(X[None], (X * 2.0 ** -400)[None], "right", None, backend)
+
+
+def test_pair_complex_and_stacks(rng):
+    """Complex pairs (their residues and Karatsuba sums added mod p) and stacks: the bits of
+    the exact product with the doubled operands."""
+    from ozaki.backends import numpy_backend as backend
+    X = inputs.normal(rng, (3, 20, 6)) + 1j * inputs.wide(rng, (3, 20, 6), 40)
+    low = (X.real * 2.0 ** -53 * rng.uniform(-0.5, 0.5, X.shape)
+           + 1j * X.imag * 2.0 ** -53 * rng.uniform(-0.5, 0.5, X.shape))
+    A = inputs.normal(rng, (3, 4, 20)) - 1j * inputs.normal(rng, (3, 4, 20))
+    got = ozaki.matmul(A, scheme.prepare_pair(X, low, "right", None, backend))
+    want = ozaki.matmul(np.concatenate([A, A], axis=2), np.concatenate([X, low], axis=1), mode="exact")
+    assert same_bits(got, want)
+    # the same operand again: its residues are kept, the bits do not change
+    p = scheme.prepare_pair(X, low, "right", None, backend)
+    assert same_bits(ozaki.matmul(A, p), want) and same_bits(ozaki.matmul(A, p), want)

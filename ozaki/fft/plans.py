@@ -226,15 +226,26 @@ cached_tree = cached
 
 
 def prepared(xp, key, constant, side, opts):
-    """The constant matrix kept under ``key`` (``constant``: the array itself), made ready
-    (ozaki.prepare) as the ``side`` operand of products under ``opts`` and kept beside it;
-    the constant itself where the mode cannot prepare operands (accurate, certified).
+    """The constant matrix kept under ``key`` (``constant``: the array itself, or an exact
+    pair (hi, lo)), made ready (ozaki.prepare; scheme.prepare_pair) as the ``side``
+    operand of products under ``opts`` and kept beside it; the constant itself where the
+    mode cannot prepare operands (accurate, certified).
 
     Prepared, its scans and int8 residues are made at its first product and not
     redone by every product of every transform of that length.
     """
     import ozaki
     mode, num_moduli, _ = ozaki._options(opts.get("mode"), opts.get("num_moduli"), None)
+    if isinstance(constant, tuple):
+        if mode != "exact":
+            raise ValueError(f"an exact pair constant needs mode='exact', not {mode!r}")
+        hi, lo = constant
+
+        def build():
+            p = ozaki.scheme.prepare_pair(hi[None], lo[None], side, num_moduli, ozaki.backend_for(hi))
+            p.matrix = True                         # multiplies 2-D arrays, as ozaki.prepare's
+            return p
+        return _kept(xp, ("prepared",) + key + (side, mode, num_moduli), build)
     if mode not in ozaki.scheme.PREPARABLE_MODES:
         return constant
     return _kept(xp, ("prepared",) + key + (side, mode, num_moduli),
@@ -265,20 +276,25 @@ def _dft_parts(N, sign, div, split):
     return [hi[idx]] + ([lo[idx]] if split else [])
 
 
+def _operand(parts):
+    """A product's constant operand from its [hi] or [hi, lo] parts: hi, or the pair
+    (hi, lo) whose exact sums the products take (scheme.prepare_pair)."""
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
 def direct(xp, N, sign, div, split):
-    """Right operand of a direct c2c product: F, or [F_hi; F_lo] for [x, x] @ it."""
-    return cached(xp, ("direct", N, sign, div, split),
-                  lambda: np.concatenate(_dft_parts(N, sign, div, split), axis=0))
+    """Right operand of a direct c2c product: F, or the pair (F_hi, F_lo) when split."""
+    return cached(xp, ("direct", N, sign, div, split), lambda: _operand(_dft_parts(N, sign, div, split)))
 
 
 def real_direct(xp, N, sign, div, split):
     """Right operand of a direct r2c product: [Re F | Im F] over the N // 2 + 1 output
-    columns (stacked hi over lo when split)."""
+    columns (a hi, lo pair when split)."""
     m = N // 2 + 1
 
     def build():
-        parts = [np.concatenate([F[:, :m].real, F[:, :m].imag], axis=1) for F in _dft_parts(N, sign, div, split)]
-        return np.concatenate(parts, axis=0)
+        return _operand([np.concatenate([F[:, :m].real, F[:, :m].imag], axis=1)
+                         for F in _dft_parts(N, sign, div, split)])
     return cached(xp, ("real", N, sign, div, split), build)
 
 
@@ -286,7 +302,7 @@ def hermitian_direct(xp, N, sign, div, split):
     """Right operand of a direct c2r product: rows c_k Re w^(kn) / div for the bins
     k = 0..N // 2 and -c_k Im w^(kn) / div for k = 1..(N - 1) // 2, c_k = 2 for the
     bins that stand for a conjugate pair and 1 for bin 0 and the Nyquist bin (times 2
-    is exact, so every entry stays correctly rounded); stacked hi over lo when split."""
+    is exact, so every entry stays correctly rounded); a hi, lo pair when split."""
     m = N // 2 + 1
     odd = (N - 1) // 2
 
@@ -295,9 +311,8 @@ def hermitian_direct(xp, N, sign, div, split):
         weight[0] = 1.0
         if N % 2 == 0:
             weight[-1] = 1.0
-        parts = [np.concatenate([F[:m].real * weight, -2.0 * F[1:1 + odd].imag], axis=0)
-                 for F in _dft_parts(N, sign, div, split)]
-        return np.concatenate(parts, axis=0)
+        return _operand([np.concatenate([F[:m].real * weight, -2.0 * F[1:1 + odd].imag], axis=0)
+                         for F in _dft_parts(N, sign, div, split)])
     return cached(xp, ("hermitian", N, sign, div, split), build)
 
 

@@ -108,8 +108,7 @@ def direct_c2c(x, N, sign, div, opts):
     xp = xp_of(x)
     split = split_mode(opts)
     F = plans.direct(xp, N, sign, div, split)
-    return matmul(xp.concatenate([x, x], axis=1) if split else x, F, opts,
-                  ("right", ("direct", N, sign, div, split)))
+    return matmul(x, F, opts, ("right", ("direct", N, sign, div, split)))
 
 
 def _real_rows(xp, x):
@@ -131,7 +130,7 @@ def direct_r2c(x, N, sign, div, opts):
     xp = xp_of(x)
     split = split_mode(opts)
     M = plans.real_direct(xp, N, sign, div, split)
-    y = matmul(xp.concatenate([x, x], axis=1) if split else x, M, opts, ("right", ("real", N, sign, div, split)))
+    y = matmul(x, M, opts, ("right", ("real", N, sign, div, split)))
     m = N // 2 + 1
     return complex_from(xp, y[:, :m], y[:, m:])
 
@@ -146,8 +145,7 @@ def direct_c2r(X, N, sign, div, opts):
     M = plans.hermitian_direct(xp, N, sign, div, split)
     odd = (N - 1) // 2                                   # bins 1..odd have an imaginary part
     a = xp.concatenate([X.real, X.imag[:, 1:1 + odd]], axis=1)
-    return matmul(xp.concatenate([a, a], axis=1) if split else a, M, opts,
-                  ("right", ("hermitian", N, sign, div, split)))
+    return matmul(a, M, opts, ("right", ("hermitian", N, sign, div, split)))
 
 
 def complex_from(xp, re, im):

@@ -59,3 +59,21 @@ def test_prepared_mixed_arrays_raise(rng):
     pb = ozaki.prepare(cupy.asarray(inputs.normal(rng, (5, 4))), mode="exact")
     with pytest.raises(TypeError):
         ozaki.matmul(inputs.normal(rng, (3, 5)), pb)
+
+
+@pytest.mark.parametrize("path", ["auto", "fused", "cublas"])
+def test_pair_gpu_equals_cpu(rng, path):
+    """scheme.prepare_pair (ozaki.fft's hi + lo constants) on the GPU: the CPU's bits, real
+    and complex, with the residues of X and low added on the device."""
+    import cupy
+    from ozaki import scheme
+    from ozaki.backends import cupy_backend, numpy_backend
+    X = inputs.normal(rng, (96, 40)) + 1j * inputs.wide(rng, (96, 40), 20)
+    low = X * 2.0 ** -53 * rng.uniform(-0.5, 0.5, X.shape)
+    A = inputs.normal(rng, (50, 96)) - 1j * inputs.normal(rng, (50, 96))
+    for a, x, lo in ((A.real, X.real, low.real), (A, X, low)):
+        cpu = ozaki.matmul(a[None], scheme.prepare_pair(x[None], lo[None], "right", None, numpy_backend))
+        with ozaki.config(path=path):
+            p = scheme.prepare_pair(cupy.asarray(x)[None], cupy.asarray(lo)[None], "right", None, cupy_backend)
+            gpu = ozaki.matmul(cupy.asarray(a)[None], p)
+        assert same_bits(cupy.asnumpy(gpu), cpu)
