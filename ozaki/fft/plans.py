@@ -242,8 +242,10 @@ def prepared(xp, key, constant, side, opts):
         hi, lo = constant
 
         def build():
-            p = ozaki.scheme.prepare_pair(hi[None], lo[None], side, num_moduli, ozaki.backend_for(hi))
-            p.matrix = True                         # multiplies 2-D arrays, as ozaki.prepare's
+            matrix = hi.ndim == 2                   # multiplies 2-D arrays, as ozaki.prepare's
+            p = ozaki.scheme.prepare_pair(hi[None] if matrix else hi, lo[None] if matrix else lo, side, num_moduli,
+                                          ozaki.backend_for(hi))
+            p.matrix = matrix
             return p
         return _kept(xp, ("prepared",) + key + (side, mode, num_moduli), build)
     if mode not in ozaki.scheme.PREPARABLE_MODES:
@@ -317,14 +319,16 @@ def hermitian_direct(xp, N, sign, div, split):
 
 
 def stage1(xp, N1, sign, split):
-    """Left operands of stage 1: (F1) or ([F1_hi, F1_lo], [F1_hi, F1_lo, -I]) for the
-    product with [X; X] and the exact remainder with [X; X; Y]."""
+    """Left operands of stage 1: (F1,), or with split two exact pairs (scheme.prepare_pair):
+    (F1_hi, F1_lo) for the product with X, and ([F1_hi, -I], [F1_lo, 0]) for its exact
+    remainder with [X; Y]."""
     def build():
         parts = _dft_parts(N1, sign, 1, split)
         if not split:
             return (parts[0],)
-        return (np.concatenate(parts, axis=1),
-                np.concatenate(parts + [-np.eye(N1, dtype=np.complex128)], axis=1))
+        hi, lo = parts
+        return ((hi, lo), (np.concatenate([hi, -np.eye(N1, dtype=np.complex128)], axis=1),
+                           np.concatenate([lo, np.zeros((N1, N1), dtype=np.complex128)], axis=1)))
     return cached(xp, ("stage1", N1, sign, split), build)
 
 
@@ -334,17 +338,19 @@ def stages_lift():
 
 
 def stage2_few(xp, N2, sign, div):
-    """[F2_hi; F2_lo; F2_hi / LIFT]: stage 2 for few rows, after the error-free twiddle
-    product (the remainder part enters lifted: stages.LIFT)."""
+    """Stage 2 for few rows, after the error-free twiddle product: the exact pair
+    ([F2_hi; F2_hi / LIFT], [F2_lo; 0]) for [P, C LIFT] (the remainder part enters
+    lifted: stages.LIFT)."""
     def build():
         hi, lo = _dft_parts(N2, sign, div, True)
-        return np.concatenate([hi, lo, hi / stages_lift()], axis=0)
+        return (np.concatenate([hi, hi / stages_lift()], axis=0), np.concatenate([lo, np.zeros_like(lo)], axis=0))
     return cached(xp, ("stage2_few", N2, sign, div), build)
 
 
 def stage2_folded(xp, N1, N2, sign, div, split):
     """Stage 2 with the twiddles folded in: G[k1] (N2 x N2) with
-    G[k1, n2, k2] = w_N^(n2 (k1 + N1 k2)) / div, or [G_hi; G_lo; G_hi / LIFT] along n2."""
+    G[k1, n2, k2] = w_N^(n2 (k1 + N1 k2)) / div, or with split the exact pair
+    ([G_hi; G_hi / LIFT], [G_lo; 0]) along n2 for [Y, Y_rem LIFT]."""
     def build():
         N = N1 * N2
         k1 = np.arange(N1)[:, None, None]
@@ -354,7 +360,8 @@ def stage2_folded(xp, N1, N2, sign, div, split):
         idx = (n2 * (k1 + N1 * k2)) % N
         if not split:
             return hi[idx]
-        return np.concatenate([hi[idx], lo[idx], hi[idx] / stages_lift()], axis=1)
+        return (np.concatenate([hi[idx], hi[idx] / stages_lift()], axis=1),
+                np.concatenate([lo[idx], np.zeros(idx.shape, dtype=np.complex128)], axis=1))
     return cached(xp, ("stage2_folded", N1, N2, sign, div, split), build)
 
 

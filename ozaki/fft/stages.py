@@ -52,7 +52,7 @@ def matmul(a, b, opts, constant=None):
     from .. import matmul as ozaki_matmul
     if constant is not None:
         side, key = constant
-        xp = xp_of(a)
+        xp = xp_of(b if side == "left" else a)          # the constant may be an exact pair (a tuple)
         if side == "left":
             a = plans.prepared(xp, key, a, side, opts)
         else:
@@ -188,9 +188,9 @@ def six_step(x, plan, sign, div, opts):
     if not split:
         Ys = [matmul(F1[0], X1, opts, ("left", key + (0,)))]
     else:
-        Y = matmul(F1[0], xp.concatenate([X1, X1]), opts, ("left", key + (0,)))
+        Y = matmul(F1[0], X1, opts, ("left", key + (0,)))
         # the exact remainder of stage 1, rounded: RN(F1 X1 - Y)
-        Ys = [Y, matmul(F1[1], xp.concatenate([X1, X1, Y]), opts, ("left", key + (1,)))]
+        Ys = [Y, matmul(F1[1], xp.concatenate([X1, Y]), opts, ("left", key + (1,)))]
     Ys = [y.reshape(N1, B, N2) for y in Ys]
     if N2 > plans.DIRECT_MAX:
         # long stage 2: an explicit twiddle product (rounded), then N2-point transforms
@@ -201,20 +201,20 @@ def six_step(x, plan, sign, div, opts):
         # few rows: the folded per-row matrices would make B x N2 by N2 x N2 products
         # (matrix-vector shaped for one transform); instead the twiddle product is formed
         # exactly as P + E (error-free transformations) and one GEMM applies the N2-point
-        # DFT to all rows: Z = [P, P, C] [F2_hi; F2_lo; F2_hi] (C lifted: see LIFT) with
+        # DFT to all rows: Z = [P, C] [F2_hi + F2_lo; F2_hi] (C lifted: see LIFT) with
         # C = E + Y_hi tw_lo + Y_rem tw_hi, so the output is again rounded once
         # (the omitted terms are below 2**-100 of the sum, as in the folded path).
         tw = [t[:, None, :] for t in plans.twiddle_grid(xp, N1, N2, sign, True)]
         P, E = times_exactly(Ys[0], tw[0])
         C = E + times(Ys[0], tw[1]) + times(Ys[1], tw[0])
-        rows = xp.concatenate([P, P, C * LIFT], axis=2).reshape(N1 * B, 3 * N2)
+        rows = xp.concatenate([P, C * LIFT], axis=2).reshape(N1 * B, 2 * N2)
         Z = matmul(rows, plans.stage2_few(xp, N2, sign, div), opts,
                    ("right", ("stage2_few", N2, sign, div))).reshape(N1, B, N2)
     else:
         # stage 2, twiddles folded in: Z[k1, b, k2] = sum_n2 G[k1, k2, n2] Y[k1, b, n2]
         G = plans.stage2_folded(xp, N1, N2, sign, div, split)
         # split: G_hi Y + G_lo Y + G_hi Y_rem (G_lo Y_rem is below 2**-100 of the sum)
-        Z = matmul(xp.concatenate([Ys[0], Ys[0], Ys[1] * LIFT], axis=2) if split else Ys[0], G, opts,
+        Z = matmul(xp.concatenate([Ys[0], Ys[1] * LIFT], axis=2) if split else Ys[0], G, opts,
                    ("right", ("stage2_folded", N1, N2, sign, div, split)))
     return Z.transpose(1, 2, 0).reshape(B, N)                    # k = k1 + N1 k2
 
