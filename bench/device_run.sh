@@ -15,6 +15,9 @@
 #             table (512^3 fftn and rfftn, a batch of 4096 x 1024, 2^24), a cProfile of fftn 256^3,
 #             ozaki.matmul at 49152
 #   benches   GPU tests of the last fixes, certified's time split, FFT and linalg (prepared operands)
+#   pairs     GPU tests of the FFT's exact pair constants, row flags, zero signs and residue sums (and every
+#             prepared-operand test); the FFT issue's table; GPU time per kernel of fftn 256^3 and 1-D 2^24;
+#             fftn 1024^3
 #   fftpass   GPU tests of the one-pass zero signs and residue sums; the FFT issue's table; the GPU
 #             time per kernel of fftn 256^3, a batch of 4096 x 1024 and 1-D 2^20 (bench.kernel_times)
 #   mends     first: the GPU tests of the changes made after run bdcaf40 (linalg streams, tiny FFT rows),
@@ -28,7 +31,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -117,6 +120,16 @@ elif [ "$profile" = mends ]; then     # the changes after bdcaf40, then every GP
     stage gpu_rest 200 python3 -m pytest -q --durations=6 -m gpu tests --ignore=tests/backends --ignore=tests/gemm \
         --ignore=tests/linalg --ignore=tests/fft/test_fft_gpu.py --ignore=tests/test_api.py \
         -p no:cacheprovider --junitxml="$W/gpu_rest.xml"
+elif [ "$profile" = pairs ]; then     # the FFT on exact pair constants, with this session's one-pass steps
+    stage gpu_pairs 190 python3 -m pytest -q --durations=6 -m gpu tests/fft/test_fft_gpu.py \
+        tests/backends/test_prepared_gpu.py tests/backends/test_cupy_backend.py \
+        -k "zero_signs or row_specials or add_residues or complex or fft or stack or specials or prepared or pair" \
+        -p no:cacheprovider --junitxml="$W/gpu_pairs.xml"
+    stage fft 90 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+        --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft.json"
+    stage kernels_fftn 25 python3 -m bench.kernel_times fftn 256 --out "$W/kernels_fftn.json"
+    stage kernels_1d 30 python3 -m bench.kernel_times fft 16777216 --out "$W/kernels_1d.json"
+    stage fft_1024 50 python3 -m bench.fft --cubes 1024 --sizes --repeats 1 --out "$W/fft_1024.json"
 elif [ "$profile" = fftpass ]; then   # the one-pass zero signs and residue sums, then where the FFT's time goes
     stage gpu_fftpass 170 python3 -m pytest -q --durations=6 -m gpu tests/fft/test_fft_gpu.py \
         tests/backends/test_cupy_backend.py -k "zero_signs or add_residues or complex or fft or stack or specials" \
