@@ -179,8 +179,8 @@ def transform_axis(a, n, axis, kind, sign, div, opts):
 
 
 # The transforms of one axis run in blocks of rows of at most about BLOCK_POINTS
-# points: a stage's temporaries (the data beside itself for the hi + lo constants,
-# the stage-1 remainder's [X, X, Y], the products' residues) are several times its
+# points: a stage's temporaries (the stage-1 remainder's [X, Y], the stage-2 rows
+# [Y, Y_rem], the products' residues) are several times its
 # input, so a 1024^3 fftn (17 GB) taken whole asked for more than the H200's 141 GB.
 # A block holds at most BLOCK_POINTS // length rows or 2 FOLD_MIN_ROWS, and the blocks
 # share the rows evenly, so each has at least FOLD_MIN_ROWS rows: its plan is the whole

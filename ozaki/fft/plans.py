@@ -7,7 +7,8 @@ multiply-add of one row (all moduli), fitted to the CPU pipeline:
 * a product costs a fixed PRODUCT (planning, residue split, CRT set-up:
   ~2.5 ms on the CPU), plus CONSTANT per entry of its constant matrix (whose
   residues are formed on every call), plus per row K + EPILOGUE per complex
-  output (K the inner length: 2 N1 for hi + lo constants; EPILOGUE, everything
+  output (K the inner length, counted as 2 N1 for hi + lo constants as when the
+  model was fitted, though exact pairs (scheme.prepare_pair) now take N1; EPILOGUE, everything
   an output costs besides its multiply-adds: on the GPU each modulus' int32
   products through memory, the CRT and rounding, the plan's passes; set from
   the H200, see below); a real product costs a third of a complex one.

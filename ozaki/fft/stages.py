@@ -20,9 +20,11 @@ run as c2c transforms of the real input (r2c) or of the Hermitian extension
 (c2r).
 
 In mode="exact" (the default) every product carries the constants as hi + lo
-float64 pairs (twiddles.py: both correctly rounded) and stage 1's output as
-its rounded value plus its exactly computed, rounded remainder, so the only
-rounding of float64 size is the last one.  Other modes use the rounded
+float64 pairs (twiddles.py: both correctly rounded), taken as one operand of
+exact sums (scheme.prepare_pair: their residues added mod p, so the data is
+not doubled along the inner dimension), and stage 1's output as its rounded
+value plus its exactly computed, rounded remainder, so the only rounding of
+float64 size is the last one.  Other modes use the rounded
 constants alone.  The products are ozaki.matmul's; every other operation is
 exact or rounded step by step alike on numpy and CuPy (see ``times``), so the
 CPU and the GPU return the same bits.
