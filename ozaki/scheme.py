@@ -912,8 +912,23 @@ def prepare_pair(X, low, side, num_moduli, backend):
     unity beside their rounded remainders).  Products with it are the correctly rounded
     exact products with X + low, as [x, x] @ [X; low] is, on an inner dimension half as
     long: its residues are X's and low's added mod p, under one slice wide enough for
-    every row (a narrower slicing of the sums would carry between slices).  The IEEE
-    fix-ups read X (exact where X + low rounds to X)."""
+    every row (a narrower slicing of the sums would carry between slices).
+
+    Every X + low must round to X (low at most half an ulp of X, zero where X is, finite;
+    ValueError otherwise): the IEEE fix-ups (NaN, inf, the signs of zero results) read
+    X, which then has the sums' zeros, signs and specials.  A ``num_moduli`` too few for
+    the one wide slice beside the data's narrowest raises ValueError at the product."""
+    xp = backend.xp
+    if X.shape != low.shape or X.dtype != low.dtype:
+        raise ValueError(f"prepare_pair: X and low differ: {X.shape} {X.dtype} and {low.shape} {low.dtype}")
+    def rounds(x, lo):                  # of one real part
+        return (((x + lo) == x) & ((x != 0) | (lo == 0)) | (xp.isnan(x) & (lo == 0))).all()
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = rounds(X.real, low.real) & rounds(X.imag, low.imag) if X.dtype.kind == "c" else rounds(X, low)
+    if not bool(ok):
+        raise ValueError("prepare_pair: every X + low must round to X (|low| <= ulp(X) / 2, zero where X is "
+                         "zero, finite)")
     return Prepared(_Ready(X, side, "exact", num_moduli, backend, low=low), 0, X.shape[0])
 
 

@@ -237,21 +237,24 @@ def test_property_prepared_equals_unprepared(A, n, mode, data):
         assert same_bits(prepared[0], reference.exact_matmul(A, B))
 
 
+def _two_sum(a, b):
+    """(hi, lo) with hi = RN(a + b) and hi + lo = a + b exactly (Knuth's TwoSum)."""
+    hi = a + b
+    bb = hi - a
+    return hi, (a - (hi - bb)) + (b - bb)
+
+
 def pair_families(rng, k, n):
-    """(X, low) stacks whose exact sums X + low are the operand: rounded remainders (as
-    ozaki.fft's constants), a low as large as X (tops one above), zeros in either, rows
-    zero in X alone, subnormal and huge parts, wide spans."""
+    """(X, low) with X + low rounding to X (prepare_pair's contract), from TwoSum of two
+    matrices: rounded remainders at every scale, wide spans, near-cancelling sums (a low
+    at the bottom of a small X), subnormals, zeros in both."""
     X = inputs.normal(rng, (k, n))
-    yield X, (X * 2.0 ** -53) * rng.uniform(-0.5, 0.5, X.shape)
-    yield X, inputs.normal(rng, (k, n))
-    yield inputs.sprinkle_zeros(rng, X), inputs.sprinkle_zeros(rng, inputs.normal(rng, (k, n)) * 2.0 ** -60)
-    Z = X.copy()
-    Z[:, 0] = 0.0
-    Z[0, :] = 0.0
-    yield Z, inputs.normal(rng, (k, n)) * 2.0 ** -70
-    yield inputs.subnormal_heavy(rng, (k, n)) * 2.0 ** 900, inputs.subnormal_heavy(rng, (k, n)) * 2.0 ** 900
-    yield inputs.wide(rng, (k, n), 60), inputs.wide(rng, (k, n), 60) * 2.0 ** -80
-    yield -X, X * (1 + 2.0 ** -52)                               # sums that nearly cancel
+    yield _two_sum(X, X * 2.0 ** -53 * rng.uniform(-1, 1, X.shape))
+    yield _two_sum(X, inputs.normal(rng, (k, n)))
+    yield _two_sum(inputs.sprinkle_zeros(rng, X), inputs.sprinkle_zeros(rng, inputs.normal(rng, (k, n))) * 1e-12)
+    yield _two_sum(-X, X * (1 + 2.0 ** -52) + inputs.normal(rng, (k, n)) * 2.0 ** -70)
+    yield _two_sum(inputs.subnormal_heavy(rng, (k, n)) * 2.0 ** 900, inputs.subnormal_heavy(rng, (k, n)) * 2.0 ** 900)
+    yield _two_sum(inputs.wide(rng, (k, n), 60), inputs.wide(rng, (k, n), 60))
 
 
 @pytest.mark.parametrize("side", ["right", "left"])
@@ -280,8 +283,42 @@ def test_pair_too_wide_for_one_slice_is_refused(rng):
     slice: a ValueError at preparation, not a product that drops low's bits."""
     from ozaki.backends import numpy_backend as backend
     X = inputs.normal(rng, (30, 4))
+    X[0, 0] = 2.0 ** 400                                  # the column's sums span 400 + 53 bits
     with pytest.raises(ValueError, match="prepare_pair"):
-        scheme.prepare_pair(X[None], (X * 2.0 ** -400)[None], "right", None, backend)
+        scheme.prepare_pair(X[None], (X * 2.0 ** -60)[None], "right", None, backend)
+
+
+def test_pair_contract_checked(rng):
+    """X + low must round to X (the IEEE fix-ups read X): a low as large as X, a nonzero
+    low where X is zero (X = -0 and low = 1 once gave -0 for a product of 2), a NaN or
+    infinite low, mismatched shapes or dtypes: ValueError."""
+    from ozaki.backends import numpy_backend as backend
+    X = inputs.normal(rng, (6, 5))
+    for low in (X.copy(), np.where(np.arange(5) == 2, 1.0, 0.0) * np.ones((6, 5)), X * np.nan, X * np.inf):
+        Z = X.copy()
+        Z[:, 2] = -0.0
+        for x in (X, Z):
+            if ((x + low) == x).all() and ((x != 0) | (low == 0)).all():
+                continue                                  # this pair keeps the contract
+            with pytest.raises(ValueError, match="round to X"):
+                scheme.prepare_pair(x[None], low[None], "right", None, backend)
+    with pytest.raises(ValueError, match="differ"):
+        scheme.prepare_pair(X[None] + 0j, X[None] * 0, "right", None, backend)
+    Z = np.array([[-0.0, 1.0], [-0.0, 1.0]])
+    with pytest.raises(ValueError):
+        scheme.prepare_pair(Z[None], np.array([[[1.0, 0.0], [1.0, 0.0]]]), "right", None, backend)
+
+
+def test_pair_with_too_few_moduli_for_its_slice(rng):
+    """ozaki.fft in exact mode with a given num_moduli (too few for a pair's one wide slice)
+    runs the doubled product [x, x] @ [hi; lo]: the same bits as with the default count
+    where both are exact, never an error."""
+    import ozaki.fft
+    x = inputs.normal(rng, (3, 64)) + 1j * inputs.normal(rng, (3, 64))
+    for nm in (16, 20, 24):
+        got = ozaki.fft.fft(x, mode="exact", num_moduli=nm)
+        assert got.shape == x.shape and np.isfinite(got).all()
+    assert same_bits(ozaki.fft.fft(x, mode="exact", num_moduli=40), ozaki.fft.fft(x))
 
 
 def test_pair_complex_and_stacks(rng):

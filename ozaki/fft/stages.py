@@ -50,11 +50,23 @@ def xp_of(a):
 
 def matmul(a, b, opts, constant=None):
     """a @ b on ozaki.matmul.  ``constant``: (side, key) when a ("left") or b ("right") is
-    the plan constant cached under key: then it goes in prepared (plans.prepared)."""
+    the plan constant cached under key: then it goes in prepared (plans.prepared).  A
+    constant may be an exact pair (hi, lo), taken as the operand of sums hi + lo; with a
+    given moduli count, which may be too few for the pair's one wide slice, as the
+    doubled product [x, x] @ [hi; lo] instead (the same exact sums, sliced freely)."""
     from .. import matmul as ozaki_matmul
     if constant is not None:
         side, key = constant
         xp = xp_of(b if side == "left" else a)          # the constant may be an exact pair (a tuple)
+        pair = b if side == "right" else a
+        if isinstance(pair, tuple) and opts.get("num_moduli") is not None:
+            along = -2 if side == "right" else -1       # the inner dimension of the constant
+            doubled = plans.cached(xp, ("doubled",) + key, lambda: xp.concatenate(pair, axis=along))
+            key = ("doubled",) + key
+            if side == "right":
+                a, b = xp.concatenate([a, a], axis=-1), doubled
+            else:
+                a, b = doubled, xp.concatenate([b, b], axis=-2)
         if side == "left":
             a = plans.prepared(xp, key, a, side, opts)
         else:
