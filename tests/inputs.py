@@ -50,3 +50,22 @@ def sprinkle_specials(rng, x, fraction=0.05):
     mask = rng.random(x.shape) < fraction
     x[mask] = rng.choice([np.nan, np.inf, -np.inf, 0.0, -0.0], mask.sum())
     return x
+
+
+def zero_sign_rows(rng, kind, N, rows, lone=(-1.5, 2.0)):
+    """Input rows of an FFT of ``kind`` ("c2c", "r2c", "c2r": N // 2 + 1 entries, else N)
+    for the sign rule of its zero parts: zeros of random signs, the first quarter of the
+    rows -0, the second +0, and from three quarters on one nonzero entry a row (drawn from
+    ``lone``), in every part; complex, real for r2c."""
+    length = N // 2 + 1 if kind == "c2r" else N
+    q = rows // 4
+    parts = [np.where(rng.random((rows, length)) < 0.5, -0.0, 0.0) for _ in range(2)]
+    for p in parts:
+        p[:q], p[q:2 * q] = -0.0, 0.0
+        pick = np.arange(rows - q, rows)
+        p[pick, rng.integers(0, length, len(pick))] = rng.choice(lone, len(pick))
+    if kind == "r2c":
+        return parts[0]
+    data = np.empty((rows, length), dtype=np.complex128)
+    data.real, data.imag = parts                          # the zeros' signs as drawn
+    return data

@@ -671,6 +671,14 @@ def _strides(a):
     return tuple(np.int64(st // a.itemsize) for st in a.strides)
 
 
+def _row_grid(rows, length, per_thread=1):
+    """(grid, block) of the row kernels (row_specials.cu, zero_terms.cu): blocks along a
+    row of ``length`` entries (x, ``per_thread`` entries a thread) and over rows (y,
+    grid-stride past the y dimension's limit); a warp's multiple for short rows."""
+    threads = 256 if length > 128 else 32 * -(-length // 32)
+    return (int(min(-(-length // (threads * per_thread)), 1024)), int(min(rows, 65535))), (threads,)
+
+
 def row_specials(parts, tiny):
     """As numpy_backend.row_specials, one pass over each view (kernels/row_specials.cu)."""
     rows = parts[0].shape[0]
@@ -679,10 +687,8 @@ def row_specials(parts, tiny):
     for v in parts:
         entries = v.shape[1]
         if rows and entries:
-            threads = 256 if entries > 128 else 32 * -(-entries // 32)
-            along = int(min(-(-entries // (threads * 4)), 1024))
-            kern((along, int(min(rows, 65535))), (threads,),
-                 (v, np.int64(rows), np.int64(entries), *_strides(v), np.float64(tiny), flags))
+            kern(*_row_grid(rows, entries, 4), (v, np.int64(rows), np.int64(entries), *_strides(v),
+                                                 np.float64(tiny), flags))
     return (flags & 1) != 0, (flags & 2) != 0
 
 
@@ -699,8 +705,7 @@ def zero_signs(part, tiny, terms, N, sign):
         args += [v, np.int64(v.shape[1]), np.int64(offset), *_strides(v), np.int32(bool(sine)),
                  np.int32(bool(negated))]
     kern = _kernel("zero_terms.cu", "zero_signs", (), _device())
-    threads = 256 if bins > 128 else 32 * -(-bins // 32)
-    kern((int(min(-(-bins // threads), 1024)), int(min(rows, 65535))), (threads,),
+    kern(*_row_grid(rows, bins),
          (part, np.int64(rows), np.int64(bins), *_strides(part), cupy.ascontiguousarray(tiny, dtype=cupy.bool_),
           *args, np.int32(len(terms)), np.int64(N), np.int32(sign)))
 

@@ -8,10 +8,11 @@ multiply-add of one row (all moduli), fitted to the CPU pipeline:
   ~2.5 ms on the CPU), plus CONSTANT per entry of its constant matrix (whose
   residues are formed on every call), plus per row K + EPILOGUE per complex
   output (K the inner length, counted as 2 N1 for hi + lo constants as when the
-  model was fitted, though exact pairs (scheme.prepare_pair) now take N1; EPILOGUE, everything
-  an output costs besides its multiply-adds: on the GPU each modulus' int32
-  products through memory, the CRT and rounding, the plan's passes; set from
-  the H200, see below); a real product costs a third of a complex one.
+  model was fitted, though exact pairs (scheme.prepare_pair) now take N1;
+  EPILOGUE, everything an output costs besides its multiply-adds: on the GPU
+  each modulus' int32 products through memory, the CRT and rounding, the
+  plan's passes; set from the H200, see below); a real product costs a third
+  of a complex one.
 * direct (one product with the N x N DFT matrix, or for real kinds a real
   product with half of it) against six-step (stage 1, its remainder, stage 2:
   three products with N1- and N2-point matrices, three epilogues per point).

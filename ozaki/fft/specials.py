@@ -25,9 +25,10 @@ are integer work on the exponents kn mod N (whether cos and sin of
 zero part is settled by a nonzero entry with a nonzero constant, and
 otherwise term by term (the backends' ``zero_signs``: the GPU scans each
 zero's terms until one is not -0; numpy tries two witnesses per row as
-arrays first, and rows of zeros of one sign per part by a closed form).  A zero that may be an underflow (a row with nonzero
-entries below 2**-800, whose exact sums could round to zero) keeps the sign
-the products gave it: the sign of its exact value.
+arrays first, and rows of zeros of one sign per part by a closed form).  A
+zero that may be an underflow (a row with nonzero entries below 2**-800,
+whose exact sums could round to zero) keeps the sign the products gave it:
+the sign of its exact value.
 """
 
 import numpy as np

@@ -12,6 +12,7 @@ import pytest
 
 from ozaki.backends import numpy_backend
 from ozaki.fft import specials
+from tests import inputs
 from tests.backends import host_build
 
 HOST = r"""
@@ -91,21 +92,12 @@ def _run(host, tmp_path, mode, header, *arrays):
 def test_zero_signs_kernel_on_the_host(host, tmp_path, rng, N):
     rows = 30
     for kind in ("c2c", "r2c", "c2r"):
-        length = N // 2 + 1 if kind == "c2r" else N
-        parts = [np.where(rng.random((rows, length)) < 0.5, -0.0, 0.0) for _ in range(2)]
-        for p in parts:
-            p[:8], p[8:16] = -0.0, 0.0
-            pick = np.arange(22, rows)
-            p[pick, rng.integers(0, length, len(pick))] = rng.choice([-1.5, 2.0, np.inf, np.nan], len(pick))
-        data = np.empty((rows, length), dtype=np.complex128)
-        data.real, data.imag = parts
-        base = data.view(np.float64)
-        if kind == "r2c":
-            data, base = parts[0], parts[0]
-        inputs = specials._inputs_2d(data, kind, N)
+        data = inputs.zero_sign_rows(rng, kind, N, rows, lone=(-1.5, 2.0, np.inf, np.nan))
+        base = data if kind == "r2c" else data.view(np.float64)
+        views = specials._inputs_2d(data, kind, N)
         for sign in (-1, 1):
             for terms in specials._TERMS[kind]:
-                used = [(inputs[q][0], inputs[q][1], ctype == "s", negated) for q, ctype, negated in terms]
+                used = [(views[q][0], views[q][1], ctype == "s", negated) for q, ctype, negated in terms]
                 out = np.empty((rows, N), dtype=np.complex128)
                 out.real = np.where(rng.random((rows, N)) < 0.7, rng.choice([0.0, -0.0], (rows, N)), 2.5)
                 out.real[rng.random((rows, N)) < 0.05] = np.nan

@@ -61,20 +61,13 @@ def test_zero_signs_shortcuts_agree_with_the_terms(rng, N):
     from ozaki.fft import specials
     rows = 60
     for kind in ("c2c", "r2c", "c2r"):
-        length = N // 2 + 1 if kind == "c2r" else N
-        parts = [np.where(rng.random((rows, length)) < 0.5, -0.0, 0.0) for _ in range(2)]
-        for p in parts:
-            p[:10], p[10:20] = -0.0, 0.0                      # one-sign zero rows
-            pick = np.arange(40, rows)                        # rows 40..: a lone nonzero entry
-            p[pick, rng.integers(0, length, len(pick))] = rng.choice([-1.5, 2.0], len(pick))
-        p[20:30] = -p[20:30]                                  # the other part of one sign flipped
-        data = parts[0] if kind == "r2c" else parts[0] + 1j * parts[1]
+        data = inputs.zero_sign_rows(rng, kind, N, rows)
         if kind != "r2c":
-            data.imag = parts[1]                              # the imaginary zeros' signs as built
-        inputs = specials._inputs_2d(data, kind, N)
+            data.imag[15:30] = -data.imag[15:30]              # +0 real parts beside -0 imaginary ones
+        views = specials._inputs_2d(data, kind, N)
         for sign in (-1, 1):
             for terms in specials._TERMS[kind]:
-                used = [(inputs[p][0], inputs[p][1], ctype == "s", negated) for p, ctype, negated in terms]
+                used = [(views[p][0], views[p][1], ctype == "s", negated) for p, ctype, negated in terms]
                 part = np.where(rng.random((rows, N)) < 0.8, rng.choice([0.0, -0.0], (rows, N)), 3.0)
                 tiny = rng.random(rows) < 0.1
                 got = part.copy()

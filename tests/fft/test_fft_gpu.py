@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import ozaki.fft as of
+from tests import inputs
 
 pytestmark = pytest.mark.gpu
 
@@ -83,22 +84,13 @@ def test_zero_signs_kernel_matches_numpy(rng, N):
     from ozaki.fft import specials
     rows = 40
     for kind in ("c2c", "r2c", "c2r"):
-        length = N // 2 + 1 if kind == "c2r" else N
-        parts = [np.where(rng.random((rows, length)) < 0.5, -0.0, 0.0) for _ in range(2)]
-        for p in parts:
-            p[:10], p[10:20] = -0.0, 0.0
-            pick = np.arange(30, rows)                     # rows 30..: a lone nonzero entry
-            p[pick, rng.integers(0, length, len(pick))] = rng.choice([-1.5, 2.0], len(pick))
-        data = parts[0]
-        if kind != "r2c":
-            data = np.empty((rows, length), dtype=np.complex128)
-            data.real, data.imag = parts
-        inputs, on_gpu = specials._inputs_2d(data, kind, N), specials._inputs_2d(cupy.asarray(data), kind, N)
+        data = inputs.zero_sign_rows(rng, kind, N, rows)
+        views, on_gpu = specials._inputs_2d(data, kind, N), specials._inputs_2d(cupy.asarray(data), kind, N)
         tiny = rng.random(rows) < 0.1
         tiny[:10] = False
         for sign in (-1, 1):
             for terms in specials._TERMS[kind]:
-                cpu_terms = [(inputs[q][0], inputs[q][1], ctype == "s", negated) for q, ctype, negated in terms]
+                cpu_terms = [(views[q][0], views[q][1], ctype == "s", negated) for q, ctype, negated in terms]
                 gpu_terms = [(on_gpu[q][0], on_gpu[q][1], ctype == "s", negated) for q, ctype, negated in terms]
                 out = np.empty((rows, N), dtype=np.complex128)
                 out.real = np.where(rng.random((rows, N)) < 0.7, 0.0, 2.5)
