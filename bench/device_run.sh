@@ -15,6 +15,9 @@
 #             table (512^3 fftn and rfftn, a batch of 4096 x 1024, 2^24), a cProfile of fftn 256^3,
 #             ozaki.matmul at 49152
 #   benches   GPU tests of the last fixes, certified's time split, FFT and linalg (prepared operands)
+#   next      branch gpu-next: the GPU unit tests the fifth session could not run (row flags, exact pairs,
+#             residue sums), the fused kernel's tests (strided planes), the FFT table, kernels of 2^24 and
+#             256^3 (prepared residues read in place, zero signs skipping sine terms that vanish)
 #   pairs     GPU tests of the FFT's exact pair constants, row flags, zero signs and residue sums (and every
 #             prepared-operand test); the FFT issue's table; GPU time per kernel of fftn 256^3 and 1-D 2^24;
 #             fftn 1024^3
@@ -31,7 +34,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -120,6 +123,17 @@ elif [ "$profile" = mends ]; then     # the changes after bdcaf40, then every GP
     stage gpu_rest 200 python3 -m pytest -q --durations=6 -m gpu tests --ignore=tests/backends --ignore=tests/gemm \
         --ignore=tests/linalg --ignore=tests/fft/test_fft_gpu.py --ignore=tests/test_api.py \
         -p no:cacheprovider --junitxml="$W/gpu_rest.xml"
+elif [ "$profile" = next ]; then      # branch gpu-next, then the fifth session's unverified unit tests
+    stage gpu_unit 150 python3 -m pytest -q --durations=6 -m gpu tests/fft/test_fft_gpu.py \
+        tests/backends/test_prepared_gpu.py tests/backends/test_cupy_backend.py \
+        -k "row_specials or zero_signs_kernel or prepared or pair or add_residues or complex or stack" \
+        -p no:cacheprovider --junitxml="$W/gpu_unit.xml"
+    stage gpu_fused 150 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_fused.py \
+        -p no:cacheprovider --junitxml="$W/gpu_fused.xml"
+    stage fft 60 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+        --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft.json"
+    stage kernels_1d 25 python3 -m bench.kernel_times fft 16777216 --out "$W/kernels_1d.json"
+    stage kernels_fftn 20 python3 -m bench.kernel_times fftn 256 --out "$W/kernels_fftn.json"
 elif [ "$profile" = pairs ]; then     # the FFT on exact pair constants, with this session's one-pass steps
     stage gpu_pairs 190 python3 -m pytest -q --durations=6 -m gpu tests/fft/test_fft_gpu.py \
         tests/backends/test_prepared_gpu.py tests/backends/test_cupy_backend.py \

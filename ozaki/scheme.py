@@ -1072,7 +1072,7 @@ class Prepared:
         w = self._rows()
         rows = slice(w.start + lo, min(w.start + hi, w.stop))      # as X[lo:hi] of the window's rows
         m = plan.num_moduli
-        return [[xp.ascontiguousarray(r[:m, rows]) for r in part] for part in self._ready.residues(plan)]
+        return [[r[:m, rows] for r in part] for part in self._ready.residues(plan)]    # views: read in place
 
 
 def _complex(xp, re, im):

@@ -312,8 +312,14 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False):
 
 
 def _pad(R):
+    """R (b, rows, k) with k padded to K_PAD, as the GEMMs read it: rows k-contiguous
+    within each plane; the planes may lie apart (a prepared operand's row block, read
+    in place: copying the 2^24-point transform's constant residues per block took 13.7 of
+    its 65 ms of GPU time, run 2534520)."""
     k = R.shape[-1]
     if k % K_PAD == 0:
+        if R.ndim == 3 and R.strides[1:] == (k, 1) and R.strides[0] % 16 == 0 and R.data.ptr % 16 == 0:
+            return R
         return cupy.ascontiguousarray(R)
     out = cupy.zeros(R.shape[:-1] + (_padded(k),), dtype=cupy.int8)
     out[..., :k] = R
@@ -346,10 +352,11 @@ def gemm_tile(Ra, Rbt, out, i0, mt, j0, nt, k0=0, kc=None, batch=1):
     _, _, m, n = out.shape
     kc = kp - k0 if kc is None else kc
     S = out.strides[1] // 4                                      # elements per modulus
+    pa, pb = Ra.strides[0], Rbt.strides[0]                       # bytes (int8) between moduli's planes
     one = np.array(1, dtype=np.int32)
     zero = np.array(0, dtype=np.int32)
     if batch == 1 and GEMM_BATCHED:
-        calls = [(0, b, m * kp, n * kp, S)]                      # one call over the moduli
+        calls = [(0, b, pa, pb, S)]                              # one call over the moduli
     else:
         calls = [(i, batch, m * kp, n * kp, out.strides[0] // 4) for i in range(b)]   # a call per modulus
     handle = _cublas()
@@ -358,8 +365,8 @@ def gemm_tile(Ra, Rbt, out, i0, mt, j0, nt, k0=0, kc=None, batch=1):
         cublas.gemmStridedBatchedEx(
             handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, nt, mt, kc,
             one.ctypes.data,
-            Rbt.data.ptr + (i * batch * n + j0) * kp + k0, _CUDA_R_8I, kp, stride_b,
-            Ra.data.ptr + (i * batch * m + i0) * kp + k0, _CUDA_R_8I, kp, stride_a,
+            Rbt.data.ptr + i * pb + j0 * kp + k0, _CUDA_R_8I, kp, stride_b,
+            Ra.data.ptr + i * pa + i0 * kp + k0, _CUDA_R_8I, kp, stride_a,
             zero.ctypes.data, out.data.ptr + (i * S + i0 * n + j0) * 4, _CUDA_R_32I, n,
             stride_c, count, _CUBLAS_COMPUTE_32I, _CUBLAS_GEMM_DEFAULT)
 
@@ -608,13 +615,19 @@ def _fused_launch(defines, tables, a_stacks, b_stacks, slices_b, m, n, batch, a_
     bm, bn, wm, wn, bk, stages = tile
     shared = _fused_shared(tile, residue_tiles)
     kp = a_stacks[0].shape[-1]
+    # one plane stride per side (Operands.a_plane, b_plane): stacks whose planes lie apart
+    # differently are made contiguous
+    a_stacks, b_stacks = ([S if S.strides[0] == stacks[0].strides[0] else cupy.ascontiguousarray(S) for S in stacks]
+                          for stacks in (a_stacks, b_stacks))
+    if len({S.strides[0] for S in a_stacks}) > 1 or len({S.strides[0] for S in b_stacks}) > 1:
+        a_stacks, b_stacks = [cupy.ascontiguousarray(S) for S in a_stacks], [cupy.ascontiguousarray(S) for S in b_stacks]
     defines = defines + (("BM", bm), ("BN", bn), ("WARPS_M", wm), ("WARPS_N", wn), ("BK", bk), ("STAGES", stages))
     kern = _kernel("fused.cu", "fused", defines, _device(), tables, shared)
     grid = (-(-n // bn), -(-m // bm), batch)
     tabled = dict(defines)["NPAIRS"] > 1
     (a, a_table), (b, b_table) = _operands(a_stacks, tabled), _operands(b_stacks, tabled)
     head = a + b + (a_table, b_table,
-                    np.int64(a_stacks[0].shape[-2] * kp), np.int64(b_stacks[0].shape[-2] * kp), np.int64(kp),
+                    np.int64(a_stacks[0].strides[0]), np.int64(b_stacks[0].strides[0]), np.int64(kp),
                     np.int32(slices_b), np.int32(m), np.int32(n), np.int64(a_gstride), np.int64(b_gstride))
     kern(grid, (32 * wm * wn,), head + tail, shared_mem=shared)
 

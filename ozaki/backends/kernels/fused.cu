@@ -80,7 +80,7 @@ struct Operands {
     const signed char* b[3];
     const signed char* const* a_table; // (NIN * slices_a) stacks (several slice pairs)
     const signed char* const* b_table; // (NIN * slices_b)
-    long long a_plane, b_plane;        // a_rows * kp, b_rows * kp: one modulus' residues
+    long long a_plane, b_plane;        // bytes between two moduli's planes (a_rows * kp when contiguous)
     long long kp;
     int slices_b;
 };

@@ -30,6 +30,9 @@ struct Term {
 // Whether every term of part (r, k) of ``t`` is -0; *present: whether it has one.
 __device__ __forceinline__ bool all_minus_zero(const Term& t, long long r, long long k, long long N, int sign,
                                                bool* present) {
+    // sin 2 pi k n / N is zero for every n when 2 k = 0 mod N: no term (the imaginary
+    // parts of a real signal's bins 0 and N/2 scanned N entries for nothing)
+    if (t.sine && (2 * k) % N == 0) return true;
     long long j = (k * t.offset) % N;
     const double* row = t.v + r * t.ld;
     for (long long e = 0; e < t.entries; ++e) {
