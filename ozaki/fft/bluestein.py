@@ -25,7 +25,8 @@ an error-free pair (stages.times_exactly, from hi + lo factors: to about
                                 (the sum of the pair rounds its value once)
 
 Eight products of small shared matrices (one 509-point transform: ~0.15 s
-instead of ~0.8 s direct).  What is dropped is below 2**-100 of the terms,
+instead of ~0.8 s direct), their hi + lo constants taken as exact pairs
+(scheme.prepare_pair through stages.matmul: the data not doubled).  What is dropped is below 2**-100 of the terms,
 as in the six-step transform.
 
 Other modes, longer convolutions (M > EXACT_MAX), and data outside the
@@ -89,10 +90,11 @@ def transform(x, sign, div, opts):
 
 
 def _shared(xp, h, l, F, opts):
-    """(F h, its remainder) for the rows of h + l (R, B, L) with one shared matrix:
-    F = ([F_hi; F_lo; F_hi / LIFT], the same with -I appended)."""
+    """(F h, its remainder) for the rows of h + l (R, B, L) with one shared matrix: F the
+    exact pairs ([F_hi; F_hi / LIFT], [F_lo; 0]) for [h, l LIFT] and, for its remainder,
+    ([F_hi; F_hi / LIFT; -I], [F_lo; 0; 0]) for [h, l LIFT, y] (stages.matmul)."""
     R, B, L = h.shape
-    rows = xp.concatenate([h, h, l * LIFT], axis=2).reshape(R * B, 3 * L)
+    rows = xp.concatenate([h, l * LIFT], axis=2).reshape(R * B, 2 * L)
     y = stages.matmul(rows, F[0], opts)
     y_rem = stages.matmul(xp.concatenate([rows, y], axis=1), F[1], opts)
     return y.reshape(R, B, -1), y_rem.reshape(R, B, -1)
@@ -112,8 +114,8 @@ def _forward(xp, Ph, Pl, M1, M2, C, opts):
 
     h, l = columns(Ph), columns(Pl * LIFT)
     F1, F1_rem = C["F1"][n1]
-    Y = stages.matmul(F1, xp.concatenate([h, h, l]), opts)
-    Y_rem = stages.matmul(F1_rem, xp.concatenate([h, h, l, Y]), opts)
+    Y = stages.matmul(F1, xp.concatenate([h, l]), opts)
+    Y_rem = stages.matmul(F1_rem, xp.concatenate([h, l, Y]), opts)
     Y, Y_rem = Y.reshape(M1, B, M2), Y_rem.reshape(M1, B, M2)
     if not stages.in_split_range(xp, Y):
         return None, None
@@ -130,11 +132,15 @@ def _dd_times(xp, ah, al, bh, bl):
 
 
 def _dft_shared(n, sign):
-    """([F_hi; F_lo; F_hi / LIFT], the same with -I appended): an n-point DFT shared by rows."""
+    """An n-point DFT shared by rows, as the exact pairs ([F_hi; F_hi / LIFT], [F_lo; 0]) and
+    the same with -I (and 0) appended (_shared)."""
     hi, lo = twiddles.root_parts(n, sign)
     idx = np.outer(np.arange(n), np.arange(n)) % n
-    F = np.concatenate([hi[idx], lo[idx], hi[idx] / LIFT], axis=0)      # symmetric: rows n, columns k
-    return F, np.concatenate([F, -np.eye(n, dtype=np.complex128)], axis=0)
+    F = np.concatenate([hi[idx], hi[idx] / LIFT], axis=0)               # symmetric: rows n, columns k
+    F_lo = np.concatenate([lo[idx], np.zeros((n, n), dtype=np.complex128)], axis=0)
+    zero = np.zeros((n, n), dtype=np.complex128)
+    return (F, F_lo), (np.concatenate([F, -np.eye(n, dtype=np.complex128)], axis=0),
+                       np.concatenate([F_lo, zero], axis=0))
 
 
 def _host_constants(N, sign, div):
@@ -147,8 +153,11 @@ def _host_constants(N, sign, div):
     F1h, F1l = hi[idx], lo[idx]
     C["F1"] = {}
     for n1 in {-(-N // M2), M1}:                          # the data's rows, the kernel's rows
-        F1 = np.concatenate([F1h[:, :n1], F1l[:, :n1], F1h[:, :n1] / LIFT], axis=1)
-        C["F1"][n1] = (F1, np.concatenate([F1, -np.eye(M1, dtype=np.complex128)], axis=1))
+        F1 = np.concatenate([F1h[:, :n1], F1h[:, :n1] / LIFT], axis=1)   # pairs for [h; l] and [h; l; Y]
+        F1_lo = np.concatenate([F1l[:, :n1], np.zeros((M1, n1), dtype=np.complex128)], axis=1)
+        zero = np.zeros((M1, M1), dtype=np.complex128)
+        C["F1"][n1] = ((F1, F1_lo), (np.concatenate([F1, -np.eye(M1, dtype=np.complex128)], axis=1),
+                                     np.concatenate([F1_lo, zero], axis=1)))
     k1 = np.arange(M1, dtype=np.int64)
     j = np.arange(M2, dtype=np.int64)
     C["tw"] = tuple(t[:, None, :] for t in twiddles.roots_at(M, k1[:, None] * j[None, :], -1))    # [k1, ., n2]

@@ -239,21 +239,26 @@ def prepared(xp, key, constant, side, opts):
     import ozaki
     mode, num_moduli, _ = ozaki._options(opts.get("mode"), opts.get("num_moduli"), None)
     if isinstance(constant, tuple):
-        if mode != "exact":
-            raise ValueError(f"an exact pair constant needs mode='exact', not {mode!r}")
-        hi, lo = constant
-
-        def build():
-            matrix = hi.ndim == 2                   # multiplies 2-D arrays, as ozaki.prepare's
-            p = ozaki.scheme.prepare_pair(hi[None] if matrix else hi, lo[None] if matrix else lo, side, num_moduli,
-                                          ozaki.backend_for(hi))
-            p.matrix = matrix
-            return p
-        return _kept(xp, ("prepared",) + key + (side, mode, num_moduli), build)
+        return _kept(xp, ("prepared",) + key + (side, mode, num_moduli), lambda: pair_operand(constant, side, opts))
     if mode not in ozaki.scheme.PREPARABLE_MODES:
         return constant
     return _kept(xp, ("prepared",) + key + (side, mode, num_moduli),
                  lambda: ozaki.prepare(constant, side, mode=mode, num_moduli=num_moduli))
+
+
+def pair_operand(constant, side, opts):
+    """The exact pair (hi, lo), 2-D or a stack, made ready as the ``side`` operand of sums
+    hi + lo (scheme.prepare_pair) under ``opts`` (exact mode only)."""
+    import ozaki
+    mode, num_moduli, _ = ozaki._options(opts.get("mode"), opts.get("num_moduli"), None)
+    if mode != "exact":
+        raise ValueError(f"an exact pair constant needs mode='exact', not {mode!r}")
+    hi, lo = constant
+    matrix = hi.ndim == 2                       # multiplies 2-D arrays, as ozaki.prepare's
+    p = ozaki.scheme.prepare_pair(hi[None] if matrix else hi, lo[None] if matrix else lo, side, num_moduli,
+                                  ozaki.backend_for(hi))
+    p.matrix = matrix
+    return p
 
 
 def _trim(device):

@@ -51,22 +51,32 @@ def xp_of(a):
 def matmul(a, b, opts, constant=None):
     """a @ b on ozaki.matmul.  ``constant``: (side, key) when a ("left") or b ("right") is
     the plan constant cached under key: then it goes in prepared (plans.prepared).  A
-    constant may be an exact pair (hi, lo), taken as the operand of sums hi + lo; with a
-    given moduli count, which may be too few for the pair's one wide slice, as the
-    doubled product [x, x] @ [hi; lo] instead (the same exact sums, sliced freely)."""
+    constant may be an exact pair (hi, lo), taken as the operand of sums hi + lo (made
+    ready for this product alone when it has no key); with a given moduli count, which
+    may be too few for the pair's one wide slice, as the doubled product
+    [x, x] @ [hi; lo] instead (the same exact sums, sliced freely)."""
     from .. import matmul as ozaki_matmul
-    if constant is not None:
-        side, key = constant
-        xp = xp_of(b if side == "left" else a)          # the constant may be an exact pair (a tuple)
-        pair = b if side == "right" else a
-        if isinstance(pair, tuple) and opts.get("num_moduli") is not None:
-            along = -2 if side == "right" else -1       # the inner dimension of the constant
-            doubled = plans.cached(xp, ("doubled",) + key, lambda: xp.concatenate(pair, axis=along))
-            key = ("doubled",) + key
-            if side == "right":
+    pair_side = "left" if isinstance(a, tuple) else "right" if isinstance(b, tuple) else None
+    if pair_side is not None:
+        xp = xp_of(b if pair_side == "left" else a)
+        if opts.get("num_moduli") is not None:
+            pair = a if pair_side == "left" else b
+            build = lambda: xp.concatenate(pair, axis=-1 if pair_side == "left" else -2)   # noqa: E731
+            if constant is not None:
+                constant = (constant[0], ("doubled",) + constant[1])
+                doubled = plans.cached(xp, constant[1], build)
+            else:
+                doubled = build()
+            if pair_side == "right":
                 a, b = xp.concatenate([a, a], axis=-1), doubled
             else:
                 a, b = doubled, xp.concatenate([b, b], axis=-2)
+        elif constant is None:
+            ready = plans.pair_operand(a if pair_side == "left" else b, pair_side, opts)
+            return ozaki_matmul(ready, b) if pair_side == "left" else ozaki_matmul(a, ready)
+    if constant is not None:
+        side, key = constant
+        xp = xp_of(b if side == "left" else a)
         if side == "left":
             a = plans.prepared(xp, key, a, side, opts)
         else:
