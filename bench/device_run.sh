@@ -124,11 +124,13 @@ elif [ "$profile" = mends ]; then     # the changes after bdcaf40, then every GP
         --ignore=tests/linalg --ignore=tests/fft/test_fft_gpu.py --ignore=tests/test_api.py \
         -p no:cacheprovider --junitxml="$W/gpu_rest.xml"
 elif [ "$profile" = next ]; then      # branch gpu-next, then the fifth session's unverified unit tests
-    stage gpu_unit 150 python3 -m pytest -q --durations=6 -m gpu tests/fft/test_fft_gpu.py \
+    stage gpu_fft 130 python3 -m pytest -q --durations=6 -m gpu tests/fft/test_fft_gpu.py \
+        -p no:cacheprovider --junitxml="$W/gpu_fft.xml"
+    stage gpu_unit 120 python3 -m pytest -q --durations=6 -m gpu \
         tests/backends/test_prepared_gpu.py tests/backends/test_cupy_backend.py \
-        -k "row_specials or zero_signs_kernel or prepared or pair or add_residues or complex or stack" \
+        -k "prepared or pair or add_residues or complex or stack" \
         -p no:cacheprovider --junitxml="$W/gpu_unit.xml"
-    stage gpu_fused 150 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_fused.py \
+    stage gpu_fused 120 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_fused.py \
         -p no:cacheprovider --junitxml="$W/gpu_fused.xml"
     stage fft 60 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
         --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft.json"
