@@ -15,6 +15,9 @@
 #             table (512^3 fftn and rfftn, a batch of 4096 x 1024, 2^24), a cProfile of fftn 256^3,
 #             ozaki.matmul at 49152
 #   benches   GPU tests of the last fixes, certified's time split, FFT and linalg (prepared operands)
+#   cutlass   the CUTLASS residue GEMM (path "cutlass", prebuilt in build/kernels when carried): its tests and
+#             the paths' same-bits tests, the GEMM step alone against cuBLAS (bench.residue_gemm), the GPU
+#             FFT same-bits tests on it, the FFT table on it and on cuBLAS, GEMM n = 4096..16384 both paths
 #   next      branch gpu-next: the GPU unit tests the fifth session could not run (row flags, exact pairs,
 #             residue sums), the fused kernel's tests (strided planes), the FFT table, kernels of 2^24 and
 #             256^3 (prepared residues read in place, zero signs skipping sine terms that vanish)
@@ -34,12 +37,14 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
 W=$(mktemp -d)
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
+# nvcc-built libraries (ozaki/backends/native.py): the ones built beforehand, when carried
+[ -d build/kernels ] && export OZAKI_KERNEL_CACHE=$PWD/build/kernels
 # Wheels the GPU machine lacks (dask and friends; it has no internet), carried in .whl/
 if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
@@ -123,6 +128,20 @@ elif [ "$profile" = mends ]; then     # the changes after bdcaf40, then every GP
     stage gpu_rest 200 python3 -m pytest -q --durations=6 -m gpu tests --ignore=tests/backends --ignore=tests/gemm \
         --ignore=tests/linalg --ignore=tests/fft/test_fft_gpu.py --ignore=tests/test_api.py \
         -p no:cacheprovider --junitxml="$W/gpu_rest.xml"
+elif [ "$profile" = cutlass ]; then   # the residue GEMM: tests, the step alone, the FFT and GEMM on it
+    stage native 120 python3 -c "from ozaki.backends import cupy_backend as b; print('residue GEMM:', b.residue_gemm_available())"
+    stage gpu_residue 130 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_residue_gemm.py \
+        tests/backends/test_fused.py -k "cutlass or residue or auto_path or int32_limit or planes or refuses" \
+        -p no:cacheprovider --junitxml="$W/gpu_residue.xml"
+    stage residue_gemm 90 python3 -m bench.residue_gemm --out "$W/residue_gemm.json"
+    stage gpu_fft 110 python3 -m pytest -q --durations=6 -m gpu tests/fft/test_fft_gpu.py -k "same_bits" \
+        -p no:cacheprovider --junitxml="$W/gpu_fft.xml"
+    stage fft 60 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+        --sizes 65536 1048576 16777216 --repeats 3 --out "$W/fft.json"
+    stage fft_cublas 25 python3 -m bench.fft --cubes 256 --sizes 1048576 --repeats 3 --path cublas --out "$W/fft_cublas.json"
+    stage kernels_fftn 20 python3 -m bench.kernel_times fftn 256 --out "$W/kernels_fftn.json"
+    stage gemm 60 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal --no-emulated --samples 4 \
+        --repeats 3 --paths cublas cutlass --modes accurate --out "$W/gemm.json"
 elif [ "$profile" = next ]; then      # branch gpu-next, then the fifth session's unverified unit tests
     stage gpu_fft 130 python3 -m pytest -q --durations=6 -m gpu tests/fft/test_fft_gpu.py \
         -p no:cacheprovider --junitxml="$W/gpu_fft.xml"
@@ -197,6 +216,8 @@ fi
 tar czf "$OUT/results.tgz" -C "$W" .
 {
 echo "== stages =="; cat "$W/stages.txt"
+[ -f "$W/native.txt" ] && { echo "== native =="; tail -5 "$W/native.txt"; }
+[ -f "$W/residue_gemm.txt" ] && { echo "== GEMM step: cuBLAS vs CUTLASS residues =="; grep -E "TOPS|Error|error" "$W/residue_gemm.txt"; }
 echo "== GPU tests =="; for f in "$W"/gpu_*.txt; do echo "$(basename $f):"; grep -E "passed|failed|Error|assert" "$f" | tail -12; done
 echo "== durations =="; grep -h -A10 "slowest" "$W"/gpu_*.txt | head -24
 [ -f "$W/crossover.txt" ] && { echo "== fused vs cuBLAS path =="; grep -E "^(stack|square|skinny|complex|best)" "$W/crossover.txt"; }

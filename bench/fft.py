@@ -44,7 +44,7 @@ def main(argv=None):
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="only profile one N^3 fftn with cProfile (run with CUDA_LAUNCH_BLOCKING=1 so "
                          "that GPU time lands on the Python call that launched it)")
-    ap.add_argument("--path", choices=["auto", "fused", "cublas"], default="auto",
+    ap.add_argument("--path", choices=["auto", "fused", "cublas", "cutlass"], default="auto",
                     help="the GPU path of the transforms' products (ozaki.config(path=...))")
     ap.add_argument("--epilogue", type=float, default=None, metavar="W",
                     help="the plans' cost-model weight of one output's epilogue (ozaki.fft.plans.EPILOGUE), "

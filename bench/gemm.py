@@ -141,7 +141,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", type=int, nargs="*", default=[4096, 8192], help="square sizes n")
     ap.add_argument("--shapes", nargs="*", default=[], help="BATCHxMxKxN products (stacks, skinny)")
-    ap.add_argument("--paths", nargs="+", default=["auto"], choices=["auto", "fused", "cublas"],
+    ap.add_argument("--paths", nargs="+", default=["auto"], choices=["auto", "fused", "cublas", "cutlass"],
                     help="GPU paths of the ozaki rows")
     ap.add_argument("--families", nargs="+", default=["normal"])
     ap.add_argument("--modes", nargs="+", default=["accurate", "fast", "exact"],

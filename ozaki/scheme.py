@@ -57,8 +57,10 @@ MODES = ("fast", "accurate", "exact", "certified")
 # kernel per product: the int8 products of every modulus, the reduction mod p,
 # CRT and rounding on chip; backends that have ``fused_product``), "cublas"
 # (a library GEMM per modulus, the products through memory, then ``epilogue``),
+# "cutlass" (the backend's ``gemm_residues``: one GEMM launch over the moduli whose
+# epilogue reduces mod p, the int8 residues through memory, then ``epilogue``),
 # or "auto": the backend's ``choose_path`` from its measured crossover table.
-PATHS = ("auto", "fused", "cublas")
+PATHS = ("auto", "fused", "cublas", "cutlass")
 
 def _clog2(k):
     return max(k - 1, 0).bit_length()
@@ -402,14 +404,16 @@ def _part_residues(X_parts, beta, width, plan, count, backend, m=None):
 # (12); complex, three of those (36), or on the CPU three int64 products and the
 # epilogue's int64 Re and Im of one pair (3*8 + 2*8 = 40).
 PRODUCT_BYTES = {False: 12, True: 40}
+RESIDUE_PRODUCT_BYTES = {False: 1, True: 3}     # path "cutlass": the int8 residues
 
 
-def blocks(m, n, k, plan, workspace, complex_=False, fused=False):
+def blocks(m, n, k, plan, workspace, complex_=False, path="cublas"):
     """Row and column block sizes whose residues and products fit ``workspace`` bytes.
 
     Per column of B: its residues (slices_b * moduli * k bytes); per row of A:
-    its residues, plus the GEMM products (PRODUCT_BYTES; none when ``fused``:
-    they stay on chip) and the output of its row of the block.  Columns take
+    its residues, plus the GEMM products (PRODUCT_BYTES; RESIDUE_PRODUCT_BYTES on
+    path "cutlass"; none when "fused": they stay on chip) and the output of its
+    row of the block.  Columns take
     at most half the budget; rows the rest.
     ``k`` counts every residue row a part needs (complex: Re, Im and their sum).
     """
@@ -418,7 +422,8 @@ def blocks(m, n, k, plan, workspace, complex_=False, fused=False):
     pairs = plan.slices_a * plan.slices_b
     per_col = plan.slices_b * mods * kp
     nb = _aligned(n, (workspace // 2) // per_col)
-    product_bytes = 0 if fused else pairs * mods * PRODUCT_BYTES[complex_]
+    per_product = {"fused": 0, "cutlass": RESIDUE_PRODUCT_BYTES[complex_]}.get(path, PRODUCT_BYTES[complex_])
+    product_bytes = pairs * mods * per_product
     per_row = plan.slices_a * mods * kp + nb * (product_bytes + 16)
     mb = _aligned(m, (workspace - nb * per_col) // per_row)
     return mb, nb
@@ -468,7 +473,7 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
         mb, nb = m, n                  # the whole stack in one block
         m, n = m // batch, n // batch
     else:
-        mb, nb = blocks(m, n, k * (3 if parts == 2 else 1), plan, workspace, parts == 2, path == "fused")
+        mb, nb = blocks(m, n, k * (3 if parts == 2 else 1), plan, workspace, parts == 2, path)
     whole = (mb, nb) == (m * batch, n * batch)
     C = None if whole else [xp.empty((1, m, n), dtype=out_dtype) for _ in range(parts)]
     wa, wb = slice_widths(plan)
@@ -491,7 +496,7 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
                 block = backend.fused_product(ra, rb, shifts, plan.num_moduli, beta_a, beta_b, batch, out_dtype)
             else:
                 block = _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b, substrate,
-                                                out_dtype)
+                                                out_dtype, path == "cutlass")
             if whole:
                 return block
             for c, b in zip(C, block):
@@ -500,13 +505,22 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
     return C
 
 
-def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b, substrate, out_dtype):
+def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b, substrate, out_dtype,
+                            residues=False):
     """The unfused path: the substrate's GEMMs per slice pair (and Karatsuba part)
-    into memory, then the backend's epilogue per matrix; parts (batch, m, n)."""
+    into memory, then the backend's epilogue per matrix; parts (batch, m, n).
+    ``residues``: the GEMMs give the products' residues mod p (``gemm_residues``),
+    which the epilogue reduces to the same CRT values."""
     xp = backend.xp
+
+    def product(Ra, Rbt):
+        if residues:
+            return backend.gemm_residues(Ra, Rbt, plan.num_moduli, batch)
+        return substrates.product(backend, substrate, Ra, Rbt, batch)
+
     # per slice pair: (P,) real, or the Karatsuba (P1, P2, P3) whose
     # Re = P1 - P2 and Im = P3 - P1 - P2 the epilogue forms
-    products = [tuple(substrates.product(backend, substrate, ra[h][t], rb[h][u], batch) for h in range(len(ra)))
+    products = [tuple(product(ra[h][t], rb[h][u]) for h in range(len(ra)))
                 for t in range(plan.slices_a) for u in range(plan.slices_b)]
     m, n = ra[0][0].shape[1] // batch, rb[0][0].shape[1] // batch
     outs = [backend.epilogue([tuple(P[g] for P in pair) for pair in products], shifts, plan.num_moduli,

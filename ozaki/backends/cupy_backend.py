@@ -23,6 +23,7 @@ Kernels are CUDA source files beside this module, compiled on first use and
 memoized per device; everything runs on the current CuPy stream.
 """
 
+import ctypes
 import functools
 import math
 import os
@@ -33,7 +34,7 @@ from cupy.cuda import cublas
 
 from ..crt import crt_constants
 from ..crt import moduli as _moduli
-from . import numpy_backend
+from . import native, numpy_backend
 
 xp = cupy
 name = "cupy"
@@ -394,6 +395,84 @@ def gemm(Ra, Rbt, batch=1):
     return out if total is None else total
 
 
+# The residue GEMM (kernels/residue_gemm.cu, CUTLASS on Hopper): every modulus'
+# int8 product in one launch at the library's int8 rate, each int32 accumulator
+# reduced mod p in the GEMM's epilogue and stored as its int8 residue, so the
+# products cross memory as 1 byte instead of 4 (and the CRT epilogue reads 1).
+# Built with nvcc on first use (native.py); where it cannot be, the cuBLAS path.
+RESIDUE_GEMM_K_MAX = K_CHUNK            # its int32 accumulators run over the whole inner dimension
+RESIDUE_ROW_ALIGN = 16                  # its TMA stores want the residue rows 16-byte aligned
+
+
+@functools.lru_cache(maxsize=None)
+def _residue_gemm_library():
+    """(library, None) when the residue GEMM runs on this device, else (None, why)."""
+    if cupy.cuda.Device().compute_capability != "90":
+        return None, f"the residue GEMM is built for sm_90a; this device is sm_{cupy.cuda.Device().compute_capability}"
+    try:
+        lib = native.library("residue_gemm.cu")
+    except native.NativeUnavailable as exc:
+        return None, str(exc)
+    lib.ozaki_residue_gemm.restype = ctypes.c_int
+    lib.ozaki_residue_gemm.argtypes = ([ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong] * 3
+                                       + [ctypes.c_void_p] * 2 + [ctypes.c_int] * 4
+                                       + [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p])
+    lib.ozaki_residue_gemm_workspace.restype = ctypes.c_size_t
+    lib.ozaki_residue_gemm_workspace.argtypes = [ctypes.c_int] * 4
+    return lib, None
+
+
+def residue_gemm_available():
+    """Whether ``gemm_residues`` can run here (the reason it cannot, as a string, if not)."""
+    lib, why = _residue_gemm_library()
+    return True if lib is not None else why
+
+
+@functools.lru_cache(maxsize=None)
+def _moduli_arrays(m, device):
+    """The moduli and their rounded inverses, float64 on the device (the residue GEMM's epilogue)."""
+    ps = np.array(_moduli(m), dtype=np.float64)
+    return cupy.asarray(ps), cupy.asarray(1.0 / ps)
+
+
+def gemm_residues(Ra, Rbt, m, batch=1):
+    """The residues mod p_i of the int8 products: int8 (b, batch*m_, k), (b, batch*n, k)
+    -> int8 (batch, b, m_, n), entry r with r = (Ra[i] Rbt[i]^T)[.] mod p_i, |r| <= p_i / 2,
+    the residues the epilogue reduces to the same CRT value as the int32 products
+    (``gemm``).  One launch per matrix of the batch over the b moduli.  The rows of the
+    result lie RESIDUE_ROW_ALIGN-padded apart (a view); so do B^T's, copied with zero
+    rows where n is not a multiple of it."""
+    lib, why = _residue_gemm_library()
+    if lib is None:
+        raise RuntimeError(f"path='cutlass' cannot run: {why}")
+    Ra, Rbt = _pad(Ra), _pad(Rbt)
+    b, rows, kp = Ra.shape
+    if kp > RESIDUE_GEMM_K_MAX:
+        raise ValueError(f"the residue GEMM's inner dimension is at most {RESIDUE_GEMM_K_MAX}, got {kp}")
+    mm, n = rows // batch, Rbt.shape[1] // batch
+    ld = -(-n // RESIDUE_ROW_ALIGN) * RESIDUE_ROW_ALIGN
+    if ld != n:               # the TMA store wants whole 16-byte rows: pad B^T with zero rows
+        padded = cupy.zeros((b, batch, ld, kp), dtype=cupy.int8)
+        padded[:, :, :n] = Rbt.reshape(b, batch, n, kp)
+        Rbt = padded.reshape(b, batch * ld, kp)
+    out = cupy.empty((batch, b, mm, ld), dtype=cupy.int8)
+    if out.size and kp == 0:
+        out[...] = 0
+    elif out.size:
+        moduli, inverses = _moduli_arrays(m, _device())
+        ws_bytes = lib.ozaki_residue_gemm_workspace(mm, ld, kp, b)
+        ws = cupy.empty(max(ws_bytes, 1), dtype=cupy.uint8)
+        stream = cupy.cuda.get_current_stream().ptr
+        for g in range(batch):
+            status = lib.ozaki_residue_gemm(
+                Ra.data.ptr + g * mm * kp, kp, Ra.strides[0], Rbt.data.ptr + g * ld * kp, kp, Rbt.strides[0],
+                out.data.ptr + g * b * mm * ld, ld, mm * ld, moduli.data.ptr, inverses.data.ptr, mm, ld, kp, b,
+                ws.data.ptr, ws_bytes, stream)
+            if status != 0:
+                raise RuntimeError(f"the residue GEMM failed (status {status}) on {b} x {mm} x {n} x {kp}")
+    return out[..., :n]
+
+
 # The fp8 substrate's digit GEMMs run on cuBLASLt FP8 (e4m3 x e4m3 -> FP32,
 # fast accumulation off) through PyTorch's torch._scaled_mm with unit tensor
 # scales, the maintained binding installed beside CuPy on the GPU machine (CuPy
@@ -458,11 +537,17 @@ def gemm_fp32_digits(Da, Dbt, batch=1):
 _OUT_T = {np.dtype(np.float64): "double", np.dtype(np.float32): "float"}
 
 
+# The epilogue's input type (PROD_T): int8 residues (gemm_residues), int32
+# products (gemm), int64 (chunked inner dimensions).
+_PROD_T = {np.dtype(np.int8): "signed char", np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
+
+
 def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64):
     """CRT, Kulisch sum of slice pairs and one rounding to ``out_dtype`` (float64 or
     float32), in one kernel pass.
 
-    ``products``: per slice pair a tuple of product stacks (m, rows, cols): (P,)
+    ``products``: per slice pair a tuple of product stacks (m, rows, cols), the
+    int8/int32/int64 products or any residues of them mod p_i: (P,)
     for a real product, the Karatsuba (P1, P2, P3) for a complex one, whose
     Re = P1 - P2 and Im = P3 - P1 - P2 the kernel forms itself.  The stacks are
     read where they lie, through a table of pointers (no copies).  Returns the
@@ -470,7 +555,7 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64):
     """
     k = crt_constants(m)
     arrays = [P for pair in products for P in pair]
-    dtype = cupy.int32 if all(P.dtype == cupy.int32 for P in arrays) else cupy.int64
+    dtype = next((t for t in (cupy.int8, cupy.int32) if all(P.dtype == t for P in arrays)), cupy.int64)
     arrays = [P if P.dtype == dtype and P.strides[-1] == P.itemsize else cupy.ascontiguousarray(P, dtype=dtype)
               for P in arrays]
     if len({P.strides for P in arrays}) > 1:
@@ -479,7 +564,7 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64):
     mod_stride, row_stride = (s // arrays[0].itemsize for s in arrays[0].strides[:2])
     complex_ = len(products[0]) == 3
     npairs = len(products)
-    defines = (("PROD_T", "int" if dtype == cupy.int32 else "long long"),
+    defines = (("PROD_T", _PROD_T[np.dtype(dtype)]),
                ("NMOD", m), ("LP", k.L), ("LACC", k.L if npairs == 1 else k.L + max(shifts) + 1),
                ("OUT_T", _OUT_T[np.dtype(out_dtype)]))
     if npairs == 1:
@@ -591,13 +676,21 @@ FUSED_AUTO_MATRIX_WORK = 1 << 30        # m n k of one matrix
 
 
 def choose_path(path, m, n, k, batch, num_moduli, parts=1, npairs=1):
-    """"fused" or "cublas" for a product of this shape (``path`` "auto" picks)."""
-    if path == "cublas" or not fused_fits(num_moduli, parts, npairs, k):
-        return "cublas"
-    if path == "fused":
-        return "fused"
+    """"fused", "cutlass" or "cublas" for a product of this shape (``path`` "auto" picks)."""
+    if path == "cutlass":                # forced: it raises where it cannot run, naming why
+        return "cutlass" if _padded(k) <= RESIDUE_GEMM_K_MAX else "cublas"
+    if path == "cublas":
+        return path
     work = m * n * k
-    return "fused" if work <= FUSED_AUTO_MATRIX_WORK and batch * work <= FUSED_AUTO_WORK else "cublas"
+    if path == "fused" or (fused_fits(num_moduli, parts, npairs, k) and work <= FUSED_AUTO_MATRIX_WORK
+                           and batch * work <= FUSED_AUTO_WORK):
+        return "fused" if fused_fits(num_moduli, parts, npairs, k) else _unfused(k)
+    return _unfused(k)
+
+
+def _unfused(k):
+    """The GEMMs-then-epilogue path: the residue GEMM where it runs, else cuBLAS."""
+    return "cutlass" if _padded(k) <= RESIDUE_GEMM_K_MAX and _residue_gemm_library()[0] is not None else "cublas"
 
 
 def _operands(stacks, tabled):
@@ -734,7 +827,7 @@ EXACT_DOT_MAX_COLUMNS = 4
 def exponent_figures(*arrays):
     """numpy_backend.exponent_range of each array, as host ints (least, top, finite, least,
     top, finite, ...): one transfer for all of them."""
-    from . import numpy_backend
+    from . import native, numpy_backend
     figures = [cupy.asarray(v).astype(cupy.int64) for x in arrays for v in numpy_backend.exponent_range(x, cupy)]
     return tuple(int(v) for v in cupy.stack(figures).get())
 
@@ -751,7 +844,7 @@ def exact_residual(a, xs, b, a_figures=None):
     launch per column.
     """
     from ..crt import kulisch
-    from . import numpy_backend
+    from . import native, numpy_backend
     n, m = a.shape
     k = b.shape[1]
     if len(xs) not in (1, 2) or n == 0 or k > EXACT_DOT_MAX_COLUMNS:

@@ -1,4 +1,5 @@
-"""The fused kernel (kernels/fused.cu) gives the CPU backend's bits, on both GPU paths (needs a CUDA device)."""
+"""The fused kernel (kernels/fused.cu) gives the CPU backend's bits, on every GPU path: fused, the cuBLAS
+products and the CUTLASS residue GEMM (needs a CUDA device)."""
 
 import numpy as np
 import pytest
@@ -31,10 +32,11 @@ def chosen(path, A, B, mode="accurate", num_moduli=None):
     return cupy_backend.choose_path(path, m, n, k, 1, nm, parts)
 
 
+PATHS = ["fused", "cublas", "cutlass"]
 SHAPES = [(1, 1, 1), (5, 3, 7), (63, 65, 64), (64, 64, 64), (65, 129, 130), (130, 300, 70), (7, 1000, 5)]
 
 
-@pytest.mark.parametrize("path", ["fused", "cublas"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_paths_same_bits(rng, path, mode, shape):
@@ -47,7 +49,7 @@ def test_paths_same_bits(rng, path, mode, shape):
         assert same_bits(cpu, reference.exact_matmul(A, B))
 
 
-@pytest.mark.parametrize("path", ["fused", "cublas"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("mode,nm", [("fast", 8), ("accurate", 12), ("accurate", 20), ("accurate", 30),
                                      ("exact", None)])
 def test_paths_moduli_counts_and_slices(rng, path, mode, nm):
@@ -70,7 +72,7 @@ def test_exact_slices_run_fused(rng):
     assert same_bits(on_path("fused", A, B, mode="exact"), reference.exact_matmul(A, B))
 
 
-@pytest.mark.parametrize("path", ["fused", "cublas"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
 def test_complex_paths(rng, path, mode):
     A = inputs.wide(rng, (70, 90), 8) + 1j * inputs.wide(rng, (70, 90), 8)
@@ -79,7 +81,7 @@ def test_complex_paths(rng, path, mode):
     assert same_bits(cpu, on_path(path, A, B, mode=mode))
 
 
-@pytest.mark.parametrize("path", ["fused", "cublas"])
+@pytest.mark.parametrize("path", PATHS)
 def test_stacks_and_broadcast(rng, path):
     """A stack is one launch (a grid dimension); broadcast operands and specials too."""
     A = inputs.wide(rng, (9, 33, 70), 10)
@@ -148,8 +150,12 @@ def test_auto_path_table():
     from ozaki.backends import cupy_backend
     assert cupy_backend.choose_path("auto", 64, 64, 64, 4096, 16) == "fused"
     assert cupy_backend.choose_path("cublas", 64, 64, 64, 4096, 16) == "cublas"
+    assert cupy_backend.choose_path("cutlass", 64, 64, 64, 4096, 16) == "cutlass"
+    unfused = "cutlass" if cupy_backend.residue_gemm_available() is True else "cublas"
     assert cupy_backend.choose_path("fused", 8, 8, 10 ** 6, 1, 16) == "cublas"     # int32 range
-    assert cupy_backend.choose_path("fused", 8, 8, 64, 1, 49, 3, 4) == "cublas"    # shared memory
+    assert cupy_backend.choose_path("cutlass", 8, 8, 10 ** 6, 1, 16) == "cublas"
+    assert cupy_backend.choose_path("fused", 8, 8, 64, 1, 49, 3, 4) == unfused     # shared memory
+    assert cupy_backend.choose_path("auto", 8192, 8192, 8192, 1, 16) == unfused
     for key, k in (("short", 64), ("long", 4096)):
         assert cupy_backend._fused_tile(16, k) == cupy_backend.FUSED_TILES[key][0]
         assert cupy_backend._fused_tile(144, k) == cupy_backend.FUSED_TILES[key][-1]

@@ -1,4 +1,5 @@
-// Epilogue in one pass (the unfused path; fused.cu does it on chip): reduce the int32/int64 GEMM products modulo p, CRT each
+// Epilogue in one pass (the unfused path; fused.cu does it on chip): reduce the GEMM products
+// (int32/int64, or their int8 residues from residue_gemm.cu) modulo p, CRT each
 // slice pair into exact 32-bit limbs, add the pairs into a Kulisch accumulator
 // at their shifts, round once to OUT_T at 2**(beta_a[i] + beta_b[j]).
 // Complex products (COMPLEX): each pair brings the three Karatsuba products
@@ -8,7 +9,7 @@
 //
 // The same steps as ozaki/crt/reconstruct.py (reconstruct) and
 // ozaki/crt/kulisch.py (normalize, round_to).  Compile-time sizes:
-//   PROD_T  the element type of the products (int or long long)
+//   PROD_T  the element type of the products (signed char: residues; int or long long)
 //   NMOD    the number of moduli; LP limbs of one CRT value, LACC of the accumulator
 //   SINGLE_PAIR  defined when there is one slice pair (fast/accurate modes)
 //   COMPLEX      defined for complex products (three inputs, two outputs a pair)

@@ -1,0 +1,106 @@
+"""Host-side CUDA libraries built with nvcc on first use (kernels whose launch needs host code).
+
+CUTLASS's Hopper kernels are launched with TMA descriptors made on the host, which CuPy's
+RawModule (device code through NVRTC) cannot do.  Such a kernel lives in ``kernels/`` like the
+others, with an ``extern "C"`` host entry point; this module compiles it with nvcc into a shared
+library, keyed by a hash of its source and the build command, and loads it with ctypes.
+
+Where it is built: ``$OZAKI_KERNEL_CACHE``, else ``~/.cache/ozaki/kernels``.  What it needs:
+nvcc (``$OZAKI_NVCC``, ``nvcc`` on the PATH, or ``$CUDA_PATH/bin/nvcc``) and the CUTLASS/CuTe
+headers (``$CUTLASS_PATH/include``, else the ``nvidia-cutlass`` package's).  When either is
+missing, or the build fails, ``library`` raises ``NativeUnavailable`` naming why, and the GPU
+backend keeps to its cuBLAS path.
+"""
+
+import functools
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+import ctypes
+
+__all__ = ["NativeUnavailable", "library", "cutlass_include", "nvcc", "cache_dir"]
+
+_KERNELS = os.path.join(os.path.dirname(__file__), "kernels")
+
+FLAGS = ("-std=c++17", "-O3", "-arch=sm_90a", "-shared", "-Xcompiler", "-fPIC", "--expt-relaxed-constexpr",
+         "-DNDEBUG")
+
+
+class NativeUnavailable(RuntimeError):
+    """A native library cannot be built or loaded here (the message says why)."""
+
+
+def nvcc():
+    for candidate in (os.environ.get("OZAKI_NVCC"), shutil.which("nvcc"),
+                      os.path.join(os.environ.get("CUDA_PATH", "/usr/local/cuda"), "bin", "nvcc")):
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise NativeUnavailable("nvcc not found (set OZAKI_NVCC, put nvcc on the PATH or set CUDA_PATH)")
+
+
+def cutlass_include():
+    root = os.environ.get("CUTLASS_PATH")
+    if root:
+        path = os.path.join(root, "include")
+    else:
+        spec = importlib.util.find_spec("cutlass_library")
+        if spec is None or not spec.submodule_search_locations:
+            raise NativeUnavailable("the CUTLASS headers are missing: pip install nvidia-cutlass, or set CUTLASS_PATH")
+        path = os.path.join(list(spec.submodule_search_locations)[0], "source", "include")
+    if not os.path.isfile(os.path.join(path, "cutlass", "cutlass.h")):
+        raise NativeUnavailable(f"no CUTLASS headers under {path}")
+    return path
+
+
+def cache_dir():
+    return os.environ.get("OZAKI_KERNEL_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "ozaki",
+                                                                 "kernels")
+
+
+def _source(name):
+    with open(os.path.join(_KERNELS, name), "rb") as f:
+        return f.read()
+
+
+def _cached_path(name, defines):
+    """Where the library of kernels/``name`` with ``defines`` is cached: the key hashes the
+    source, kernels/'s headers and the flags, not CUTLASS or nvcc (after a new one of those,
+    clear the cache)."""
+    headers = sorted(f for f in os.listdir(_KERNELS) if f.endswith(".cuh"))
+    text = _source(name) + b"".join(_source(h) for h in headers) + repr((FLAGS, defines)).encode()
+    key = hashlib.sha256(text).hexdigest()[:16]
+    return os.path.join(cache_dir(), f"{os.path.splitext(name)[0]}-{key}.so")
+
+
+def build(name, defines=()):
+    """Compile kernels/``name`` into the cache (if it is not there yet); its path."""
+    path = _cached_path(name, defines)
+    if os.path.isfile(path):
+        return path
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    include = cutlass_include()
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=os.path.dirname(path))
+    os.close(fd)
+    cmd = [nvcc(), *FLAGS, *(f"-D{k}={v}" for k, v in defines), f"-I{include}", f"-I{_KERNELS}",
+           os.path.join(_KERNELS, name), "-o", tmp]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise NativeUnavailable(f"nvcc failed on {name} ({done.returncode}):\n{done.stderr[-4000:]}")
+        os.replace(tmp, path)                     # atomic: a concurrent build finds a whole file
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def library(name, defines=()):
+    """The ctypes library of kernels/``name``, built on first use, memoized per process."""
+    try:
+        return ctypes.CDLL(build(name, defines))
+    except OSError as exc:
+        raise NativeUnavailable(f"cannot load the library of {name}: {exc}") from exc

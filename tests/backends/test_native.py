@@ -1,0 +1,88 @@
+"""ozaki.backends.native: the nvcc-built libraries' cache and their errors (no GPU, no real nvcc:
+a stand-in compiler script records its command line and writes the output file)."""
+
+import os
+import stat
+
+import pytest
+
+from ozaki.backends import native
+
+FAKE_NVCC = """#!/bin/sh
+echo "$@" >> "{log}"
+while [ $# -gt 0 ]; do
+    if [ "$1" = "-o" ]; then shift; echo built > "$1"; fi
+    shift
+done
+exit {rc}
+"""
+
+
+def fake_nvcc(tmp_path, rc=0):
+    log = tmp_path / "nvcc.log"
+    path = tmp_path / "nvcc"
+    path.write_text(FAKE_NVCC.format(log=log, rc=rc))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path), log
+
+
+def fake_cutlass(tmp_path):
+    include = tmp_path / "cutlass" / "include" / "cutlass"
+    include.mkdir(parents=True)
+    (include / "cutlass.h").write_text("// stand-in\n")
+    return str(tmp_path / "cutlass")
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    nvcc, log = fake_nvcc(tmp_path)
+    monkeypatch.setenv("OZAKI_NVCC", nvcc)
+    monkeypatch.setenv("CUTLASS_PATH", fake_cutlass(tmp_path))
+    monkeypatch.setenv("OZAKI_KERNEL_CACHE", str(tmp_path / "cache"))
+    return log
+
+
+def test_builds_once_into_the_cache(env):
+    path = native.build("residue_gemm.cu")
+    assert path.startswith(native.cache_dir()) and open(path).read() == "built\n"
+    command = env.read_text().split()
+    assert "-arch=sm_90a" in command and any(a.startswith("-I") and a.endswith("include") for a in command)
+    assert native.build("residue_gemm.cu") == path              # cached: nvcc is not run again
+    assert len(env.read_text().splitlines()) == 1
+    assert not [f for f in os.listdir(native.cache_dir()) if f != os.path.basename(path)]   # no temporaries left
+
+
+def test_key_follows_the_defines_and_the_source(env, monkeypatch):
+    a = native.build("residue_gemm.cu")
+    b = native.build("residue_gemm.cu", (("TILE_N", 64),))
+    assert a != b and "-DTILE_N=64" in env.read_text().splitlines()[1]
+    monkeypatch.setattr(native, "_source", lambda name: b"changed " + name.encode())
+    assert native.build("residue_gemm.cu") not in (a, b)
+
+
+def test_failed_build_names_the_compiler_output(tmp_path, env, monkeypatch):
+    nvcc, _ = fake_nvcc(tmp_path / "..", rc=3)
+    monkeypatch.setenv("OZAKI_NVCC", nvcc)
+    with pytest.raises(native.NativeUnavailable, match=r"nvcc failed on residue_gemm.cu \(3\)"):
+        native.build("residue_gemm.cu")
+    assert not os.listdir(native.cache_dir())                     # nothing half-written stays
+
+
+def test_missing_tools_say_what_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("OZAKI_NVCC", str(tmp_path / "none"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CUDA_PATH", str(tmp_path))
+    with pytest.raises(native.NativeUnavailable, match="nvcc not found"):
+        native.nvcc()
+    monkeypatch.setenv("CUTLASS_PATH", str(tmp_path))
+    with pytest.raises(native.NativeUnavailable, match="no CUTLASS headers"):
+        native.cutlass_include()
+
+
+def test_unloadable_library_is_unavailable(env):
+    native.library.cache_clear()
+    try:
+        with pytest.raises(native.NativeUnavailable, match="cannot load"):
+            native.library("residue_gemm.cu")                     # the stand-in writes no ELF file
+    finally:
+        native.library.cache_clear()

@@ -1,0 +1,94 @@
+"""The CUTLASS residue GEMM (kernels/residue_gemm.cu): every entry is the symmetric residue mod p_i of
+the exact integer product, checked against int64 products in numpy (needs a CUDA device)."""
+
+import numpy as np
+import pytest
+
+from ozaki import crt
+
+pytestmark = pytest.mark.gpu
+
+
+def _backend():
+    from ozaki.backends import cupy_backend, native
+    why = cupy_backend.residue_gemm_available()
+    if why is not True:
+        try:                                     # where nvcc and CUTLASS are here, it must build
+            native.nvcc(), native.cutlass_include()
+        except native.NativeUnavailable as exc:
+            pytest.skip(f"the residue GEMM cannot be built here: {exc}")
+        pytest.fail(f"nvcc and the CUTLASS headers are here, but the residue GEMM is unavailable: {why}")
+    return cupy_backend
+
+
+def symmetric(x, p):
+    """x mod p in [-floor(p/2), p - 1 - floor(p/2)] (the residues' range)."""
+    h = p // 2
+    return (x + h) % p - h
+
+
+def residue_stack(rng, m, rows, k, extreme=None):
+    """int8 residues of the first m moduli, each plane within its modulus' symmetric range;
+    ``extreme`` fills every entry with the range's end of that sign (the largest products)."""
+    R = np.empty((m, rows, k), dtype=np.int8)
+    for i, p in enumerate(crt.moduli(m)):
+        lo, hi = -(p // 2), p - 1 - p // 2
+        R[i] = rng.integers(lo, hi + 1, size=(rows, k)) if extreme is None else (lo if extreme < 0 else hi)
+    return R
+
+
+def expected(Ra, Rbt, m, batch):
+    b, rows, k = Ra.shape
+    mm, n = rows // batch, Rbt.shape[1] // batch
+    # float64 BLAS is exact here: every partial sum is below 2**31 < 2**53
+    A = Ra.reshape(b, batch, mm, k).transpose(1, 0, 2, 3).astype(np.float64)
+    Bt = Rbt.reshape(b, batch, n, k).transpose(1, 0, 2, 3).astype(np.float64)
+    P = np.matmul(A, Bt.swapaxes(-1, -2)).astype(np.int64)
+    ps = np.array(crt.moduli(m), dtype=np.int64)[None, :, None, None]
+    return symmetric(P, ps)
+
+
+@pytest.mark.parametrize("m, shape, batch", [(1, (1, 1, 1), 1), (5, (37, 23, 50), 1), (26, (130, 300, 129), 1),
+                                             (16, (256, 1000, 256), 1), (26, (64, 64, 64), 3), (3, (7, 5, 17), 4),
+                                             (20, (300, 260, 4100), 1)])
+def test_residues_of_exact_products(rng, m, shape, batch):
+    import cupy
+    be = _backend()
+    mm, n, k = shape
+    Ra, Rbt = residue_stack(rng, m, batch * mm, k), residue_stack(rng, m, batch * n, k)
+    got = be.gemm_residues(cupy.asarray(Ra), cupy.asarray(Rbt), m, batch)
+    assert got.dtype == np.int8 and got.shape == (batch, m, mm, n)
+    assert np.array_equal(cupy.asnumpy(got), expected(Ra, Rbt, m, batch))
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_at_the_int32_limit(rng, sign):
+    """k = RESIDUE_GEMM_K_MAX with every entry at its range's end: 256's plane reaches
+    (-128)^2 k = 2**14 k, just inside int32."""
+    import cupy
+    be = _backend()
+    k, m = be.RESIDUE_GEMM_K_MAX, 3
+    Ra, Rbt = residue_stack(rng, m, 16, k, extreme=-1), residue_stack(rng, m, 32, k, extreme=sign)
+    Ra[:, 1:8] = residue_stack(rng, m, 7, k)                   # and some random rows beside
+    got = cupy.asnumpy(be.gemm_residues(cupy.asarray(Ra), cupy.asarray(Rbt), m))
+    assert np.array_equal(got, expected(Ra, Rbt, m, 1))
+
+
+def test_planes_apart_and_row_views(rng):
+    """A prepared operand's row block (planes apart, a view) is read in place."""
+    import cupy
+    be = _backend()
+    m = 7
+    big = residue_stack(rng, m, 200, 96)
+    Ra = cupy.asarray(big)[:, 40:140]                          # planes 200*96 apart, rows 100
+    Rbt = residue_stack(rng, m, 48, 96)
+    got = cupy.asnumpy(be.gemm_residues(Ra, cupy.asarray(Rbt), m))
+    assert np.array_equal(got, expected(big[:, 40:140], Rbt, m, 1))
+
+
+def test_refuses_long_inner_dimensions():
+    import cupy
+    be = _backend()
+    k = be.RESIDUE_GEMM_K_MAX + 16
+    with pytest.raises(ValueError, match="inner dimension"):
+        be.gemm_residues(cupy.zeros((1, 1, k), dtype=cupy.int8), cupy.zeros((1, 1, k), dtype=cupy.int8), 1)
