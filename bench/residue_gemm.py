@@ -4,8 +4,9 @@
 
 For each shape (moduli b, m, k, n) both paths run on the same random int8 residue stacks:
 cuBLAS gemmEx int8 -> int32 products (``cupy_backend.gemm``), and the residue GEMM
-(``gemm_residues``, CUTLASS, int8 residues out), each followed by the CRT epilogue that
-reads what it wrote.  CUDA events, medians after warm-up.  Reported: ms of each step, the
+(``gemm_residues``, CUTLASS, int8 residues out; every build of RESIDUE_GEMM_VARIANTS is
+timed, the chosen one feeds the row), each followed by the CRT epilogue that reads what it
+wrote.  CUDA events, medians after warm-up.  Reported: ms of each step, the
 int8 rate (2 b m n k / t), bytes per output entry and modulus written, and whether the two
 epilogues gave the same bits (they must: the residues determine the CRT value).
 """
@@ -42,7 +43,9 @@ def run(shapes, repeats):
         beta_a = cupy.zeros(m, dtype=cupy.int64) - 60
         beta_b = cupy.zeros(n, dtype=cupy.int64) - 60
         t_cublas, _ = common.time_gpu(lambda: be.gemm(Ra, Rbt), repeats=repeats)
-        t_cutlass, _ = common.time_gpu(lambda: be.gemm_residues(Ra, Rbt, b), repeats=repeats)
+        variants = {v: common.time_gpu(lambda: be.gemm_residues(Ra, Rbt, b, 1, v), repeats=repeats)[0]
+                    for v in be.RESIDUE_GEMM_VARIANTS}
+        t_cutlass = variants[be.residue_gemm_variant(m, n, k)]
         P, R = be.gemm(Ra, Rbt)[0], be.gemm_residues(Ra, Rbt, b)[0]
         e_int32, _ = common.time_gpu(lambda: be.epilogue([(P,)], [0], b, beta_a, beta_b), repeats=repeats)
         e_int8, _ = common.time_gpu(lambda: be.epilogue([(R,)], [0], b, beta_a, beta_b), repeats=repeats)
@@ -52,11 +55,13 @@ def run(shapes, repeats):
         row = {"label": label, "moduli": b, "m": m, "k": k, "n": n,
                "cublas_ms": t_cublas, "cutlass_ms": t_cutlass,
                "cublas_tops": ops / t_cublas / 1e9, "cutlass_tops": ops / t_cutlass / 1e9,
-               "epilogue_int32_ms": e_int32, "epilogue_int8_ms": e_int8, "same_bits": same}
+               "epilogue_int32_ms": e_int32, "epilogue_int8_ms": e_int8, "same_bits": same,
+               "variants_ms": variants}
         rows.append(row)
         print(f"{label:20s} b={b:2d} {m}x{k}x{n}: cuBLAS {t_cublas:8.3f} ms ({row['cublas_tops']:6.0f} TOPS) "
               f"+ epilogue {e_int32:7.3f} | CUTLASS residues {t_cutlass:8.3f} ms ({row['cutlass_tops']:6.0f} TOPS) "
-              f"+ epilogue {e_int8:7.3f} | same bits {same}", flush=True)
+              f"+ epilogue {e_int8:7.3f} | same bits {same}\n    builds: "
+              + ", ".join(f"{v} {t:.3f} ms ({ops / t / 1e9:.0f} TOPS)" for v, t in variants.items()), flush=True)
         del Ra, Rbt, P, R
         cupy.get_default_memory_pool().free_all_blocks()
     return rows

@@ -402,15 +402,33 @@ def gemm(Ra, Rbt, batch=1):
 # Built with nvcc on first use (native.py); where it cannot be, the cuBLAS path.
 RESIDUE_GEMM_K_MAX = K_CHUNK            # its int32 accumulators run over the whole inner dimension
 RESIDUE_ROW_ALIGN = 16                  # its TMA stores want the residue rows 16-byte aligned
+# Its builds (kernels/residue_gemm.cu's defines): the tile and the warpgroups' schedule.
+RESIDUE_GEMM_VARIANTS = {
+    "cooperative": (("TILE_M", 128), ("TILE_N", 128), ("TILE_K", 128)),
+    "pingpong": (("PINGPONG", 1), ("TILE_M", 128), ("TILE_N", 128), ("TILE_K", 128)),
+    "cooperative-256": (("TILE_M", 256), ("TILE_N", 128), ("TILE_K", 128)),
+}
+# Measured on the H200 (bench/results/2026-12-03-7a7d6fa/residue_gemm.txt, the
+# cooperative 128 x 128 x 128 build, GEMM step + CRT epilogue against cuBLAS +
+# epilogue): faster on the FFT's stage shapes (26 moduli, 65536 x 256 x 256: 1.50
+# vs 1.76 ms; 4096 x 1024 x 1024: 0.53 vs 0.98), level at 2**35-2**36 multiply-adds
+# per modulus (262144 x 512 x 512, 4096^3, 16384 x 256 x 16384), slower past them
+# (8192^3: 18.5 vs 15.7 ms; 16384^3: 211 vs 113): "auto" takes it up to this work.
+RESIDUE_GEMM_AUTO_WORK = 1 << 34        # m n k of one matrix
+
+
+def residue_gemm_variant(m, n, k):
+    """The build of the residue GEMM for an (m x k) (k x n) product."""
+    return "cooperative"
 
 
 @functools.lru_cache(maxsize=None)
-def _residue_gemm_library():
+def _residue_gemm_library(variant="cooperative"):
     """(library, None) when the residue GEMM runs on this device, else (None, why)."""
     if cupy.cuda.Device().compute_capability != "90":
         return None, f"the residue GEMM is built for sm_90a; this device is sm_{cupy.cuda.Device().compute_capability}"
     try:
-        lib = native.library("residue_gemm.cu")
+        lib = native.library("residue_gemm.cu", RESIDUE_GEMM_VARIANTS[variant])
     except native.NativeUnavailable as exc:
         return None, str(exc)
     lib.ozaki_residue_gemm.restype = ctypes.c_int
@@ -435,21 +453,22 @@ def _moduli_arrays(m, device):
     return cupy.asarray(ps), cupy.asarray(1.0 / ps)
 
 
-def gemm_residues(Ra, Rbt, m, batch=1):
+def gemm_residues(Ra, Rbt, m, batch=1, variant=None):
     """The residues mod p_i of the int8 products: int8 (b, batch*m_, k), (b, batch*n, k)
     -> int8 (batch, b, m_, n), entry r with r = (Ra[i] Rbt[i]^T)[.] mod p_i, |r| <= p_i / 2,
     the residues the epilogue reduces to the same CRT value as the int32 products
     (``gemm``).  One launch per matrix of the batch over the b moduli.  The rows of the
     result lie RESIDUE_ROW_ALIGN-padded apart (a view); so do B^T's, copied with zero
-    rows where n is not a multiple of it."""
-    lib, why = _residue_gemm_library()
-    if lib is None:
-        raise RuntimeError(f"path='cutlass' cannot run: {why}")
+    rows where n is not a multiple of it.  ``variant``: a RESIDUE_GEMM_VARIANTS build
+    (None: ``residue_gemm_variant``'s choice; the bits are the same)."""
     Ra, Rbt = _pad(Ra), _pad(Rbt)
     b, rows, kp = Ra.shape
     if kp > RESIDUE_GEMM_K_MAX:
         raise ValueError(f"the residue GEMM's inner dimension is at most {RESIDUE_GEMM_K_MAX}, got {kp}")
     mm, n = rows // batch, Rbt.shape[1] // batch
+    lib, why = _residue_gemm_library(variant or residue_gemm_variant(mm, n, kp))
+    if lib is None:
+        raise RuntimeError(f"path='cutlass' cannot run: {why}")
     ld = -(-n // RESIDUE_ROW_ALIGN) * RESIDUE_ROW_ALIGN
     if ld != n:               # the TMA store wants whole 16-byte rows: pad B^T with zero rows
         padded = cupy.zeros((b, batch, ld, kp), dtype=cupy.int8)
@@ -684,13 +703,15 @@ def choose_path(path, m, n, k, batch, num_moduli, parts=1, npairs=1):
     work = m * n * k
     if path == "fused" or (fused_fits(num_moduli, parts, npairs, k) and work <= FUSED_AUTO_MATRIX_WORK
                            and batch * work <= FUSED_AUTO_WORK):
-        return "fused" if fused_fits(num_moduli, parts, npairs, k) else _unfused(k)
-    return _unfused(k)
+        return "fused" if fused_fits(num_moduli, parts, npairs, k) else _unfused(m, n, k)
+    return _unfused(m, n, k)
 
 
-def _unfused(k):
-    """The GEMMs-then-epilogue path: the residue GEMM where it runs, else cuBLAS."""
-    return "cutlass" if _padded(k) <= RESIDUE_GEMM_K_MAX and _residue_gemm_library()[0] is not None else "cublas"
+def _unfused(m, n, k):
+    """The GEMMs-then-epilogue path: the residue GEMM where it runs and wins, else cuBLAS."""
+    if m * n * k > RESIDUE_GEMM_AUTO_WORK or _padded(k) > RESIDUE_GEMM_K_MAX:
+        return "cublas"
+    return "cutlass" if _residue_gemm_library()[0] is not None else "cublas"
 
 
 def _operands(stacks, tabled):

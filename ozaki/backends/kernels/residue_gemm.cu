@@ -43,6 +43,16 @@ using namespace cute;
 #ifndef TILE_K
 #define TILE_K 128
 #endif
+// PINGPONG: two consumer warpgroups on alternate tiles, one's epilogue under the other's
+// mainloop (short inner dimensions, where the epilogue is a large share of a tile's time);
+// else cooperative: both on one tile.
+#ifdef PINGPONG
+#define MAINLOOP_SCHEDULE cutlass::gemm::KernelTmaWarpSpecializedPingpong
+#define EPILOGUE_SCHEDULE cutlass::epilogue::TmaWarpSpecialized
+#else
+#define MAINLOOP_SCHEDULE cutlass::gemm::KernelTmaWarpSpecializedCooperative
+#define EPILOGUE_SCHEDULE cutlass::epilogue::TmaWarpSpecializedCooperative
+#endif
 
 namespace ozaki {
 
@@ -81,13 +91,13 @@ using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
     cutlass::epilogue::collective::EpilogueTileAuto, int32_t, double,
     void, LayoutD, kAlign, int8_t, LayoutD, kAlign,
-    cutlass::epilogue::TmaWarpSpecializedCooperative, Residue>::CollectiveOp;
+    EPILOGUE_SCHEDULE, Residue>::CollectiveOp;
 
 using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, int8_t, LayoutA, kAlign, int8_t, LayoutB, kAlign,
     int32_t, TileShape, ClusterShape,
     cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
-    cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+    MAINLOOP_SCHEDULE>::CollectiveOp;
 
 using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop, Epilogue>;
 using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
