@@ -94,8 +94,10 @@ class config(contextlib.ContextDecorator):
     memory on the GPU, 1 GiB on the CPU); larger products are blocked over rows
     and columns.  path: how the GPU runs a product, "auto" (default: the
     measured crossover table in ozaki.scheme.PATHS picks), "fused" (one kernel:
-    int8 tensor-core products of every modulus, CRT and rounding on chip) or
-    "cublas" (a cuBLAS int8 GEMM per modulus, then the epilogue pass).  The
+    int8 tensor-core products of every modulus, CRT and rounding on chip),
+    "cublas" (a cuBLAS int8 GEMM per modulus, then the epilogue pass) or
+    "cutlass" (Hopper: one CUTLASS GEMM over the moduli whose epilogue keeps
+    int8 residues, then the epilogue pass; built with nvcc on first use).  The
     bits are the same.
 
     Every option is checked when ``config(...)`` is called: an unknown name

@@ -145,10 +145,38 @@ def _constant_tables(m, crt=False):
            + _array("MOD_C52[]", [pow(2, 52, p) for p in ps]))
     if crt:
         k = crt_constants(m)
+        frags = crt_fragments(m)
         src += (f"__constant__ double CRT_C[{m}][{k.L}] = {{{', '.join(_doubles(row) for row in k.c_limbs)}}};\n"
                 + _array("CRT_P[]", k.P_limbs)
-                + f"#define CRT_INV_P {(1.0 / k.P_float).hex()}\n")
+                + f"#define CRT_INV_P {(1.0 / k.P_float).hex()}\n"
+                + f"__constant__ unsigned CRT_BFRAG[{frags.size}] = {{{', '.join(f'{v}u' for v in frags.ravel())}}};\n")
     return src
+
+
+@functools.lru_cache(maxsize=None)
+def crt_fragments(m):
+    """crt_mma.cuh's B fragments of the CRT limbs' bytes, uint32 (KS, NT, 2, 32): the
+    matrix Cb[i][4 l + b] = byte b of limb l of c_i (zero past the m moduli and the L
+    limbs), as lane ``lane`` of a warp holds it for mma.sync m16n8k32 (.col B): word h of
+    (ks, nt) packs rows 32 ks + 16 h + 4 tig + j (j = 0..3, low byte first) of column
+    8 nt + gid, with gid = lane // 4, tig = lane % 4."""
+    k = crt_constants(m)
+    ks_count, nt_count = -(-m // 32), -(-4 * k.L // 8)
+    Cb = np.zeros((ks_count * 32, nt_count * 8), dtype=np.uint64)
+    for i in range(m):
+        for l in range(k.L):
+            c = int(k.c_limbs[i][l])
+            for b in range(4):
+                Cb[i, 4 * l + b] = (c >> (8 * b)) & 0xFF
+    frags = np.zeros((ks_count, nt_count, 2, 32), dtype=np.uint32)
+    for lane in range(32):
+        gid, tig = lane // 4, lane % 4
+        for ks in range(ks_count):
+            for nt in range(nt_count):
+                for h in range(2):
+                    rows = ks * 32 + 16 * h + 4 * tig
+                    frags[ks, nt, h, lane] = sum(int(Cb[rows + j, nt * 8 + gid]) << (8 * j) for j in range(4))
+    return frags
 
 
 @functools.lru_cache(maxsize=None)
@@ -556,6 +584,11 @@ def gemm_fp32_digits(Da, Dbt, batch=1):
 _OUT_T = {np.dtype(np.float64): "double", np.dtype(np.float32): "float"}
 
 
+# The epilogue kernel: "epilogue_mma" forms the CRT sums of 32 outputs at a time as
+# one int8 tensor-core product (crt_mma.cuh: the residues times the bytes of the CRT
+# limbs), "epilogue" as NMOD x LP float64 FMAs per output.  The bits are the same.
+EPILOGUE_KERNEL = "epilogue_mma"
+
 # The epilogue's input type (PROD_T): int8 residues (gemm_residues), int32
 # products (gemm), int64 (chunked inner dimensions).
 _PROD_T = {np.dtype(np.int8): "signed char", np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
@@ -590,7 +623,9 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64):
         defines += (("SINGLE_PAIR", 1),)
     if complex_:
         defines += (("COMPLEX", 1),)
-    kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
+    if EPILOGUE_KERNEL == "epilogue_mma":
+        defines += (("CRT_MMA", 1),)
+    kern = _kernel("epilogue.cu", EPILOGUE_KERNEL, defines, _device(), (m, True))
     outs = [cupy.empty((rows, cols), dtype=out_dtype) for _ in range(2 if complex_ else 1)]
     one, table = _operands(arrays, npairs > 1)
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
@@ -642,9 +677,22 @@ SHARED_MAX = 227 * 1024
 FUSED_K_MAX = {1: 131071, 3: 43690}
 
 
-def _fused_shared(tile, residue_tiles):
-    bm, bn, _, _, bk, stages = tile
-    return stages * (bm + bn) * (bk + 16) + residue_tiles * bm * (bn + 4)
+def _fused_shared(tile, residue_tiles, crt_bytes=0):
+    """Shared memory of a fused launch: its pipeline (where, after the mainloop, each warp
+    takes ``crt_bytes`` for the CRT sums on the tensor cores) and its residue tiles."""
+    bm, bn, wm, wn, bk, stages = tile
+    return max(stages * (bm + bn) * (bk + 16), wm * wn * crt_bytes) + residue_tiles * bm * (bn + 4)
+
+
+# The fused kernel's CRT sums on the tensor cores (crt_mma.cuh, as EPILOGUE_KERNEL's
+# epilogue_mma): off by default until measured; OZAKI_FUSED_CRT_MMA=1 turns it on.
+FUSED_CRT_MMA = os.environ.get("OZAKI_FUSED_CRT_MMA") == "1"
+
+
+def _crt_warp_bytes(num_moduli):
+    """sizeof(CrtWarp) of crt_mma.cuh: 32 residue rows and 32 rows of byte sums."""
+    ks, nt = -(-num_moduli // 32), -(-4 * crt_constants(num_moduli).L // 8)
+    return 32 * (ks * 32 + 16) + 4 * 32 * (nt * 8 + 1)
 
 
 # A launch of fewer blocks than this per multiprocessor leaves SMs idle: the
@@ -659,13 +707,13 @@ def _multiprocessors(device):
     return cupy.cuda.Device(device).attributes["MultiProcessorCount"]
 
 
-def _fused_tile(residue_tiles, k=SHORT_K, shape=None):
+def _fused_tile(residue_tiles, k=SHORT_K, shape=None, crt_bytes=0):
     """The first tile (for inner dimension k) whose shared memory holds ``residue_tiles``
     residue tiles, or None.  With ``shape`` (m, n, batch): the first of those whose
     grid has FUSED_MIN_BLOCKS_PER_SM blocks per multiprocessor, else the one with
     the most blocks (small products trade tile efficiency for occupancy)."""
     tiles = [t for t in FUSED_TILES["short" if k <= SHORT_K else "long"]
-             if _fused_shared(t, residue_tiles) <= SHARED_MAX]
+             if _fused_shared(t, residue_tiles, crt_bytes) <= SHARED_MAX]
     if not tiles or shape is None:
         return tiles[0] if tiles else None
     m, n, batch = shape
@@ -680,7 +728,8 @@ def _fused_tile(residue_tiles, k=SHORT_K, shape=None):
 def fused_fits(num_moduli, parts, npairs, k):
     """Whether one fused launch can take this product (shared memory, int32 range)."""
     nout = 2 if parts == 3 else 1
-    return k <= FUSED_K_MAX[parts] and _fused_tile(npairs * num_moduli * nout, k) is not None
+    crt_bytes = _crt_warp_bytes(num_moduli) if FUSED_CRT_MMA else 0
+    return k <= FUSED_K_MAX[parts] and _fused_tile(npairs * num_moduli * nout, k, None, crt_bytes) is not None
 
 
 # The path "auto" takes, from the crossover measured on the H200 by
@@ -724,10 +773,10 @@ def _operands(stacks, tabled):
 
 
 def _fused_launch(defines, tables, a_stacks, b_stacks, slices_b, m, n, batch, a_gstride, b_gstride,
-                  residue_tiles, tail):
-    tile = _fused_tile(residue_tiles, a_stacks[0].shape[-1], (m, n, batch))
+                  residue_tiles, tail, crt_bytes=0):
+    tile = _fused_tile(residue_tiles, a_stacks[0].shape[-1], (m, n, batch), crt_bytes)
     bm, bn, wm, wn, bk, stages = tile
-    shared = _fused_shared(tile, residue_tiles)
+    shared = _fused_shared(tile, residue_tiles, crt_bytes)
     kp = a_stacks[0].shape[-1]
     # one plane stride per side (Operands.a_plane, b_plane): stacks whose planes lie apart
     # differently are made contiguous
@@ -769,11 +818,15 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype
     defines = (("NMOD", num_moduli), ("NIN", parts), ("NPAIRS", npairs), ("LP", LP),
                ("LACC", LP if npairs == 1 else LP + max(shifts) + 1), ("EPILOGUE_CRT", 1),
                ("OUT_T", _OUT_T[np.dtype(out_dtype)]))
+    crt_bytes = 0
+    if FUSED_CRT_MMA:
+        defines += (("CRT_MMA", 1),)
+        crt_bytes = _crt_warp_bytes(num_moduli)
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
     tail = (shift_table, cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
             cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(m * n), np.int64(n))
     _fused_launch(defines, (num_moduli, True), a_stacks, b_stacks, slices_b, m, n, batch, m, n,
-                  npairs * num_moduli * nout, tail)
+                  npairs * num_moduli * nout, tail, crt_bytes)
     return outs
 
 

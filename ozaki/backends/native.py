@@ -65,12 +65,24 @@ def _source(name):
         return f.read()
 
 
+def _local_includes(name, seen=None):
+    """kernels/``name`` and the headers of kernels/ it includes, directly or not (sorted)."""
+    seen = set() if seen is None else seen
+    seen.add(name)
+    for line in _source(name).decode().splitlines():
+        line = line.strip()
+        if line.startswith("#include") and '"' in line:
+            header = line.split('"')[1]
+            if header not in seen and os.path.isfile(os.path.join(_KERNELS, header)):
+                _local_includes(header, seen)
+    return sorted(seen)
+
+
 def _cached_path(name, defines):
     """Where the library of kernels/``name`` with ``defines`` is cached: the key hashes the
-    source, kernels/'s headers and the flags, not CUTLASS or nvcc (after a new one of those,
-    clear the cache)."""
-    headers = sorted(f for f in os.listdir(_KERNELS) if f.endswith(".cuh"))
-    text = _source(name) + b"".join(_source(h) for h in headers) + repr((FLAGS, defines)).encode()
+    source, the headers of kernels/ it includes and the flags, not CUTLASS or nvcc (after a
+    new one of those, clear the cache)."""
+    text = b"".join(_source(f) for f in _local_includes(name)) + repr((FLAGS, defines)).encode()
     key = hashlib.sha256(text).hexdigest()[:16]
     return os.path.join(cache_dir(), f"{os.path.splitext(name)[0]}-{key}.so")
 

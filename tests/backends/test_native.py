@@ -86,3 +86,15 @@ def test_unloadable_library_is_unavailable(env):
             native.library("residue_gemm.cu")                     # the stand-in writes no ELF file
     finally:
         native.library.cache_clear()
+
+
+def test_key_follows_the_included_headers_only(env, monkeypatch):
+    """residue_gemm.cu includes modular.cuh: a change there is a new build, one in another
+    header is not."""
+    assert native._local_includes("residue_gemm.cu") == ["modular.cuh", "residue_gemm.cu"]
+    real = native._source
+    before = native.build("residue_gemm.cu")
+    monkeypatch.setattr(native, "_source", lambda n: real(n) + (b"//x" if n == "rounding.cuh" else b""))
+    assert native.build("residue_gemm.cu") == before
+    monkeypatch.setattr(native, "_source", lambda n: real(n) + (b"//x" if n == "modular.cuh" else b""))
+    assert native.build("residue_gemm.cu") != before
