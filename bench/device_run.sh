@@ -15,9 +15,9 @@
 #             table (512^3 fftn and rfftn, a batch of 4096 x 1024, 2^24), a cProfile of fftn 256^3,
 #             ozaki.matmul at 49152
 #   benches   GPU tests of the last fixes, certified's time split, FFT and linalg (prepared operands)
-#   crt       the tensor-core CRT epilogue and the residue GEMM's builds: their unit tests, every path's
-#             same-bits tests, the GEMM step and both epilogues alone, the GPU FFT same-bits tests, the
-#             FFT issue's table, the time per kernel of fftn 256^3, GEMM n = 4096, 8192 on both paths
+#   residue   the residue GEMM as "auto" takes it (256 x 128 build): every path's same-bits tests, its own and
+#             the epilogue's unit tests and the GPU FFT same-bits tests side by side; the GEMM step alone,
+#             the FFT issue's table, the time per kernel of fftn 256^3, GEMM n = 4096, 8192 on auto and cuBLAS
 #   cutlass   the CUTLASS residue GEMM (path "cutlass", prebuilt in build/kernels when carried): its tests and
 #             the paths' same-bits tests, the GEMM step alone against cuBLAS (bench.residue_gemm), the GPU
 #             FFT same-bits tests on it, the FFT table on it and on cuBLAS, GEMM n = 4096..16384 both paths
@@ -36,11 +36,11 @@
 #   fftfix    GPU tests of the FFT, prepared, dask and linalg changes; the FFT issue's table after the
 #             GEMM-tile, constants-cache and zero-sign fixes, 512^3 under the direct plan and on the fused
 #             path, linalg at 16384, fftn 1024^3 (row blocks)
-# (Older profiles are in git history: quick, probe, check, final, fft, extra; an unknown name stops.)
+# (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|crt) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -131,30 +131,23 @@ elif [ "$profile" = mends ]; then     # the changes after bdcaf40, then every GP
     stage gpu_rest 200 python3 -m pytest -q --durations=6 -m gpu tests --ignore=tests/backends --ignore=tests/gemm \
         --ignore=tests/linalg --ignore=tests/fft/test_fft_gpu.py --ignore=tests/test_api.py \
         -p no:cacheprovider --junitxml="$W/gpu_rest.xml"
-elif [ "$profile" = crt ]; then       # the tensor-core CRT epilogue, the residue GEMM's builds
-    stage native 60 python3 -c "from ozaki.backends import cupy_backend as b
-for v in b.RESIDUE_GEMM_VARIANTS: print(v, b._residue_gemm_library(v)[1] or 'ready')"
-    # correctness first, four test processes side by side (mostly CPU references; 16 cores)
-    stage gpu_unit 150 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_residue_gemm.py \
-        tests/backends/test_cupy_backend.py -k "residue or epilogue or planes or int32_limit or refuses or variants" \
+elif [ "$profile" = residue ]; then   # the residue GEMM as auto takes it
+    stage native 60 python3 -c "from ozaki.backends import cupy_backend as b; print('residue GEMM:', b.residue_gemm_available())"
+    # correctness first, three test processes side by side (mostly CPU references; 16 cores)
+    stage gpu_unit 200 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_residue_gemm.py \
+        tests/backends/test_cupy_backend.py -k "residue or epilogue or planes or int32_limit or refuses" \
         -p no:cacheprovider --junitxml="$W/gpu_unit.xml" &
-    stage gpu_paths 150 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_fused.py \
+    stage gpu_paths 200 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_fused.py \
         -p no:cacheprovider --junitxml="$W/gpu_paths.xml" &
-    OZAKI_FUSED_CRT_MMA=1 stage gpu_fused_mma 150 python3 -m pytest -q --durations=6 -m gpu \
-        tests/backends/test_fused.py tests/backends/test_prepared_gpu.py -k "fused or auto or stack" \
-        -p no:cacheprovider --junitxml="$W/gpu_fused_mma.xml" &
-    stage gpu_fft 150 python3 -m pytest -q --durations=6 -m gpu tests/fft/test_fft_gpu.py -k "same_bits" \
+    stage gpu_fft 200 python3 -m pytest -q --durations=6 -m gpu tests/fft/test_fft_gpu.py -k "same_bits" \
         -p no:cacheprovider --junitxml="$W/gpu_fft.xml" &
     wait
-    stage residue_gemm 70 python3 -m bench.residue_gemm --out "$W/residue_gemm.json"
-    for crt in 0 1; do
-        OZAKI_FUSED_CRT_MMA=$crt stage stacks_mma$crt 30 python3 -m bench.gemm --shapes 4096x64x64x64 \
-            256x256x256x256 1x1024x1024x1024 --paths fused --modes accurate --no-emulated --samples 2 \
-            --repeats 5 --out "$W/stacks_mma$crt.json"
-    done
-    stage fft 110 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+    stage residue_gemm 40 python3 -m bench.residue_gemm --out "$W/residue_gemm.json"
+    stage fft 90 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
         --sizes 65536 1048576 16777216 --repeats 3 --out "$W/fft.json"
     stage kernels_fftn 20 python3 -m bench.kernel_times fftn 256 --out "$W/kernels_fftn.json"
+    stage gemm 30 python3 -m bench.gemm --sizes 4096 8192 --families normal --no-emulated --samples 4 \
+        --repeats 3 --paths auto cublas --modes accurate --out "$W/gemm.json"
 elif [ "$profile" = cutlass ]; then   # the residue GEMM: tests, the step alone, the FFT and GEMM on it
     stage native 120 python3 -c "from ozaki.backends import cupy_backend as b; print('residue GEMM:', b.residue_gemm_available())"
     stage gpu_residue 60 python3 -m pytest -q -x -m gpu tests/backends/test_residue_gemm.py \
@@ -250,13 +243,13 @@ tar czf "$OUT/results.tgz" -C "$W" .
 {
 echo "== stages =="; cat "$W/stages.txt"
 [ -f "$W/native.txt" ] && { echo "== native =="; tail -5 "$W/native.txt"; }
-[ -f "$W/residue_gemm.txt" ] && { echo "== GEMM step: cuBLAS vs CUTLASS residues =="; grep -E "TOPS|epilogues|Error|error" "$W/residue_gemm.txt"; }
+[ -f "$W/residue_gemm.txt" ] && { echo "== GEMM step: cuBLAS vs CUTLASS residues =="; grep -E "TOPS|Error|error" "$W/residue_gemm.txt"; }
 echo "== GPU tests =="; for f in "$W"/gpu_*.txt; do echo "$(basename $f):"; grep -E "passed|failed|Error|assert" "$f" | tail -12; done
 echo "== durations =="; grep -h -A10 "slowest" "$W"/gpu_*.txt | head -24
 [ -f "$W/crossover.txt" ] && { echo "== fused vs cuBLAS path =="; grep -E "^(stack|square|skinny|complex|best)" "$W/crossover.txt"; }
 for f in linalg linalg_32k dask certified; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -15 "$W/$f.txt"; }; done
 [ -f "$W/steps.txt" ] && { echo "== time split =="; cat "$W/steps.txt"; }
-echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt "$W"/stacks*.txt 2>/dev/null | grep -v "^$"
+echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
 for f in "$W"/kernels_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; head -22 "$f"; }; done
 [ -f "$W/fft_profile.txt" ] && { echo "== FFT profile =="; head -45 "$W/fft_profile.txt"; }

@@ -4,10 +4,9 @@
 
 For each shape (moduli b, m, k, n) both paths run on the same random int8 residue stacks:
 cuBLAS gemmEx int8 -> int32 products (``cupy_backend.gemm``), and the residue GEMM
-(``gemm_residues``, CUTLASS, int8 residues out; every build of RESIDUE_GEMM_VARIANTS is
-timed, the chosen one feeds the row), each followed by the CRT epilogue that reads what it
-wrote (both epilogue kernels, float64 and tensor-core CRT sums, on both inputs; the
-chosen one, cupy_backend.EPILOGUE_KERNEL, feeds the row).  CUDA events, medians after warm-up.  Reported: ms of each step, the
+(``gemm_residues``, CUTLASS, int8 residues out), each followed by the CRT epilogue that
+reads what it wrote.  (Run 3ca144a also timed two other tile builds of the residue GEMM and an
+epilogue whose CRT sums ran on the tensor cores: all slower, see bench/RESULTS.md.)  CUDA events, medians after warm-up.  Reported: ms of each step, the
 int8 rate (2 b m n k / t), bytes per output entry and modulus written, and whether the two
 epilogues gave the same bits (they must: the residues determine the CRT value).
 """
@@ -35,7 +34,6 @@ def run(shapes, repeats):
     import cupy
     from ozaki.backends import cupy_backend as be
     rng = cupy.random.default_rng(7)
-    chosen = be.EPILOGUE_KERNEL
     rows = []
     for label, b, m, k, n in shapes:
         def stack(r):
@@ -45,32 +43,21 @@ def run(shapes, repeats):
         beta_a = cupy.zeros(m, dtype=cupy.int64) - 60
         beta_b = cupy.zeros(n, dtype=cupy.int64) - 60
         t_cublas, _ = common.time_gpu(lambda: be.gemm(Ra, Rbt), repeats=repeats)
-        variants = {v: common.time_gpu(lambda: be.gemm_residues(Ra, Rbt, b, 1, v), repeats=repeats)[0]
-                    for v in be.RESIDUE_GEMM_VARIANTS}
-        t_cutlass = variants[be.residue_gemm_variant(m, n, k)]
+        t_cutlass, _ = common.time_gpu(lambda: be.gemm_residues(Ra, Rbt, b), repeats=repeats)
         P, R = be.gemm(Ra, Rbt)[0], be.gemm_residues(Ra, Rbt, b)[0]
-        epilogues, outs = {}, []
-        for kernel in ("epilogue", "epilogue_mma"):             # float64 CRT sums, tensor-core sums
-            be.EPILOGUE_KERNEL = kernel
-            for name, X in (("int32", P), ("int8", R)):
-                epilogues[f"{kernel}_{name}"] = common.time_gpu(
-                    lambda: be.epilogue([(X,)], [0], b, beta_a, beta_b), repeats=repeats)[0]
-                outs.append(be.epilogue([(X,)], [0], b, beta_a, beta_b)[0].view(cupy.int64))
-        be.EPILOGUE_KERNEL = chosen
-        e_int32, e_int8 = epilogues[f"{chosen}_int32"], epilogues[f"{chosen}_int8"]
-        same = all(bool(cupy.array_equal(outs[0], o)) for o in outs[1:])
+        e_int32, _ = common.time_gpu(lambda: be.epilogue([(P,)], [0], b, beta_a, beta_b), repeats=repeats)
+        e_int8, _ = common.time_gpu(lambda: be.epilogue([(R,)], [0], b, beta_a, beta_b), repeats=repeats)
+        same = bool(cupy.array_equal(be.epilogue([(P,)], [0], b, beta_a, beta_b)[0].view(cupy.int64),
+                                     be.epilogue([(R,)], [0], b, beta_a, beta_b)[0].view(cupy.int64)))
         ops = 2.0 * b * m * n * k
         row = {"label": label, "moduli": b, "m": m, "k": k, "n": n,
                "cublas_ms": t_cublas, "cutlass_ms": t_cutlass,
                "cublas_tops": ops / t_cublas / 1e9, "cutlass_tops": ops / t_cutlass / 1e9,
-               "epilogue_int32_ms": e_int32, "epilogue_int8_ms": e_int8, "same_bits": same,
-               "variants_ms": variants, "epilogues_ms": epilogues}
+               "epilogue_int32_ms": e_int32, "epilogue_int8_ms": e_int8, "same_bits": same}
         rows.append(row)
         print(f"{label:20s} b={b:2d} {m}x{k}x{n}: cuBLAS {t_cublas:8.3f} ms ({row['cublas_tops']:6.0f} TOPS) "
               f"+ epilogue {e_int32:7.3f} | CUTLASS residues {t_cutlass:8.3f} ms ({row['cutlass_tops']:6.0f} TOPS) "
-              f"+ epilogue {e_int8:7.3f} | same bits {same}\n    builds: "
-              + ", ".join(f"{v} {t:.3f} ms ({ops / t / 1e9:.0f} TOPS)" for v, t in variants.items())
-              + "\n    epilogues: " + ", ".join(f"{e} {t:.3f} ms" for e, t in epilogues.items()), flush=True)
+              f"+ epilogue {e_int8:7.3f} | same bits {same}", flush=True)
         del Ra, Rbt, P, R
         cupy.get_default_memory_pool().free_all_blocks()
     return rows

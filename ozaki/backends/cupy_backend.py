@@ -145,38 +145,10 @@ def _constant_tables(m, crt=False):
            + _array("MOD_C52[]", [pow(2, 52, p) for p in ps]))
     if crt:
         k = crt_constants(m)
-        frags = crt_fragments(m)
         src += (f"__constant__ double CRT_C[{m}][{k.L}] = {{{', '.join(_doubles(row) for row in k.c_limbs)}}};\n"
                 + _array("CRT_P[]", k.P_limbs)
-                + f"#define CRT_INV_P {(1.0 / k.P_float).hex()}\n"
-                + f"__constant__ unsigned CRT_BFRAG[{frags.size}] = {{{', '.join(f'{v}u' for v in frags.ravel())}}};\n")
+                + f"#define CRT_INV_P {(1.0 / k.P_float).hex()}\n")
     return src
-
-
-@functools.lru_cache(maxsize=None)
-def crt_fragments(m):
-    """crt_mma.cuh's B fragments of the CRT limbs' bytes, uint32 (KS, NT, 2, 32): the
-    matrix Cb[i][4 l + b] = byte b of limb l of c_i (zero past the m moduli and the L
-    limbs), as lane ``lane`` of a warp holds it for mma.sync m16n8k32 (.col B): word h of
-    (ks, nt) packs rows 32 ks + 16 h + 4 tig + j (j = 0..3, low byte first) of column
-    8 nt + gid, with gid = lane // 4, tig = lane % 4."""
-    k = crt_constants(m)
-    ks_count, nt_count = -(-m // 32), -(-4 * k.L // 8)
-    Cb = np.zeros((ks_count * 32, nt_count * 8), dtype=np.uint64)
-    for i in range(m):
-        for l in range(k.L):
-            c = int(k.c_limbs[i][l])
-            for b in range(4):
-                Cb[i, 4 * l + b] = (c >> (8 * b)) & 0xFF
-    frags = np.zeros((ks_count, nt_count, 2, 32), dtype=np.uint32)
-    for lane in range(32):
-        gid, tig = lane // 4, lane % 4
-        for ks in range(ks_count):
-            for nt in range(nt_count):
-                for h in range(2):
-                    rows = ks * 32 + 16 * h + 4 * tig
-                    frags[ks, nt, h, lane] = sum(int(Cb[rows + j, nt * 8 + gid]) << (8 * j) for j in range(4))
-    return frags
 
 
 @functools.lru_cache(maxsize=None)
@@ -430,33 +402,25 @@ def gemm(Ra, Rbt, batch=1):
 # Built with nvcc on first use (native.py); where it cannot be, the cuBLAS path.
 RESIDUE_GEMM_K_MAX = K_CHUNK            # its int32 accumulators run over the whole inner dimension
 RESIDUE_ROW_ALIGN = 16                  # its TMA stores want the residue rows 16-byte aligned
-# Its builds (kernels/residue_gemm.cu's defines): the tile and the warpgroups' schedule.
-RESIDUE_GEMM_VARIANTS = {
-    "cooperative": (("TILE_M", 128), ("TILE_N", 128), ("TILE_K", 128)),
-    "pingpong": (("PINGPONG", 1), ("TILE_M", 128), ("TILE_N", 128), ("TILE_K", 128)),
-    "cooperative-256": (("TILE_M", 256), ("TILE_N", 128), ("TILE_K", 128)),
-}
-# Measured on the H200 (bench/results/2026-12-03-7a7d6fa/residue_gemm.txt, the
-# cooperative 128 x 128 x 128 build, GEMM step + CRT epilogue against cuBLAS +
-# epilogue): faster on the FFT's stage shapes (26 moduli, 65536 x 256 x 256: 1.50
-# vs 1.76 ms; 4096 x 1024 x 1024: 0.53 vs 0.98), level at 2**35-2**36 multiply-adds
-# per modulus (262144 x 512 x 512, 4096^3, 16384 x 256 x 16384), slower past them
-# (8192^3: 18.5 vs 15.7 ms; 16384^3: 211 vs 113): "auto" takes it up to this work.
-RESIDUE_GEMM_AUTO_WORK = 1 << 34        # m n k of one matrix
-
-
-def residue_gemm_variant(m, n, k):
-    """The build of the residue GEMM for an (m x k) (k x n) product."""
-    return "cooperative"
+# Measured on the H200 (bench/results/2026-12-03-3ca144a/residue_gemm.txt; GEMM step +
+# CRT epilogue, against cuBLAS + epilogue): of three builds (128 x 128 tiles on two
+# cooperative warpgroups, the same ping-ponging, 256 x 128 cooperative) the 256 x 128
+# one (kernels/residue_gemm.cu's default tile) was the fastest on every shape, and
+# faster than cuBLAS up to 2**36 multiply-adds per modulus: 26 moduli, 65536 x 256 x
+# 256 (an fftn 256^3 axis) 1.42 vs 1.77 ms; 262144 x 512 x 512, 11.4 vs 12.0; 4096 x
+# 1024 x 1024, 0.52 vs 1.06; 16 moduli, 4096^3 2.13 vs 2.18; 16384 x 256 x 16384 level;
+# slower past it (8192^3: 16.8 vs 16.0 ms; 16384^3: 134 vs 110, where cuBLAS runs 1.37
+# POPS and the residue GEMM 1.10).  "auto" takes it up to this work.
+RESIDUE_GEMM_AUTO_WORK = 1 << 36        # m n k of one matrix
 
 
 @functools.lru_cache(maxsize=None)
-def _residue_gemm_library(variant="cooperative"):
+def _residue_gemm_library():
     """(library, None) when the residue GEMM runs on this device, else (None, why)."""
     if cupy.cuda.Device().compute_capability != "90":
         return None, f"the residue GEMM is built for sm_90a; this device is sm_{cupy.cuda.Device().compute_capability}"
     try:
-        lib = native.library("residue_gemm.cu", RESIDUE_GEMM_VARIANTS[variant])
+        lib = native.library("residue_gemm.cu")
     except native.NativeUnavailable as exc:
         return None, str(exc)
     lib.ozaki_residue_gemm.restype = ctypes.c_int
@@ -481,20 +445,19 @@ def _moduli_arrays(m, device):
     return cupy.asarray(ps), cupy.asarray(1.0 / ps)
 
 
-def gemm_residues(Ra, Rbt, m, batch=1, variant=None):
+def gemm_residues(Ra, Rbt, m, batch=1):
     """The residues mod p_i of the int8 products: int8 (b, batch*m_, k), (b, batch*n, k)
     -> int8 (batch, b, m_, n), entry r with r = (Ra[i] Rbt[i]^T)[.] mod p_i, |r| <= p_i / 2,
     the residues the epilogue reduces to the same CRT value as the int32 products
     (``gemm``).  One launch per matrix of the batch over the b moduli.  The rows of the
     result lie RESIDUE_ROW_ALIGN-padded apart (a view); so do B^T's, copied with zero
-    rows where n is not a multiple of it.  ``variant``: a RESIDUE_GEMM_VARIANTS build
-    (None: ``residue_gemm_variant``'s choice; the bits are the same)."""
+    rows where n is not a multiple of it."""
     Ra, Rbt = _pad(Ra), _pad(Rbt)
     b, rows, kp = Ra.shape
     if kp > RESIDUE_GEMM_K_MAX:
         raise ValueError(f"the residue GEMM's inner dimension is at most {RESIDUE_GEMM_K_MAX}, got {kp}")
     mm, n = rows // batch, Rbt.shape[1] // batch
-    lib, why = _residue_gemm_library(variant or residue_gemm_variant(mm, n, kp))
+    lib, why = _residue_gemm_library()
     if lib is None:
         raise RuntimeError(f"path='cutlass' cannot run: {why}")
     ld = -(-n // RESIDUE_ROW_ALIGN) * RESIDUE_ROW_ALIGN
@@ -584,11 +547,6 @@ def gemm_fp32_digits(Da, Dbt, batch=1):
 _OUT_T = {np.dtype(np.float64): "double", np.dtype(np.float32): "float"}
 
 
-# The epilogue kernel: "epilogue_mma" forms the CRT sums of 32 outputs at a time as
-# one int8 tensor-core product (crt_mma.cuh: the residues times the bytes of the CRT
-# limbs), "epilogue" as NMOD x LP float64 FMAs per output.  The bits are the same.
-EPILOGUE_KERNEL = "epilogue_mma"
-
 # The epilogue's input type (PROD_T): int8 residues (gemm_residues), int32
 # products (gemm), int64 (chunked inner dimensions).
 _PROD_T = {np.dtype(np.int8): "signed char", np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
@@ -623,9 +581,7 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64):
         defines += (("SINGLE_PAIR", 1),)
     if complex_:
         defines += (("COMPLEX", 1),)
-    if EPILOGUE_KERNEL == "epilogue_mma":
-        defines += (("CRT_MMA", 1),)
-    kern = _kernel("epilogue.cu", EPILOGUE_KERNEL, defines, _device(), (m, True))
+    kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
     outs = [cupy.empty((rows, cols), dtype=out_dtype) for _ in range(2 if complex_ else 1)]
     one, table = _operands(arrays, npairs > 1)
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
@@ -677,22 +633,9 @@ SHARED_MAX = 227 * 1024
 FUSED_K_MAX = {1: 131071, 3: 43690}
 
 
-def _fused_shared(tile, residue_tiles, crt_bytes=0):
-    """Shared memory of a fused launch: its pipeline (where, after the mainloop, each warp
-    takes ``crt_bytes`` for the CRT sums on the tensor cores) and its residue tiles."""
-    bm, bn, wm, wn, bk, stages = tile
-    return max(stages * (bm + bn) * (bk + 16), wm * wn * crt_bytes) + residue_tiles * bm * (bn + 4)
-
-
-# The fused kernel's CRT sums on the tensor cores (crt_mma.cuh, as EPILOGUE_KERNEL's
-# epilogue_mma): off by default until measured; OZAKI_FUSED_CRT_MMA=1 turns it on.
-FUSED_CRT_MMA = os.environ.get("OZAKI_FUSED_CRT_MMA") == "1"
-
-
-def _crt_warp_bytes(num_moduli):
-    """sizeof(CrtWarp) of crt_mma.cuh: 32 residue rows and 32 rows of byte sums."""
-    ks, nt = -(-num_moduli // 32), -(-4 * crt_constants(num_moduli).L // 8)
-    return 32 * (ks * 32 + 16) + 4 * 32 * (nt * 8 + 1)
+def _fused_shared(tile, residue_tiles):
+    bm, bn, _, _, bk, stages = tile
+    return stages * (bm + bn) * (bk + 16) + residue_tiles * bm * (bn + 4)
 
 
 # A launch of fewer blocks than this per multiprocessor leaves SMs idle: the
@@ -707,13 +650,13 @@ def _multiprocessors(device):
     return cupy.cuda.Device(device).attributes["MultiProcessorCount"]
 
 
-def _fused_tile(residue_tiles, k=SHORT_K, shape=None, crt_bytes=0):
+def _fused_tile(residue_tiles, k=SHORT_K, shape=None):
     """The first tile (for inner dimension k) whose shared memory holds ``residue_tiles``
     residue tiles, or None.  With ``shape`` (m, n, batch): the first of those whose
     grid has FUSED_MIN_BLOCKS_PER_SM blocks per multiprocessor, else the one with
     the most blocks (small products trade tile efficiency for occupancy)."""
     tiles = [t for t in FUSED_TILES["short" if k <= SHORT_K else "long"]
-             if _fused_shared(t, residue_tiles, crt_bytes) <= SHARED_MAX]
+             if _fused_shared(t, residue_tiles) <= SHARED_MAX]
     if not tiles or shape is None:
         return tiles[0] if tiles else None
     m, n, batch = shape
@@ -728,8 +671,7 @@ def _fused_tile(residue_tiles, k=SHORT_K, shape=None, crt_bytes=0):
 def fused_fits(num_moduli, parts, npairs, k):
     """Whether one fused launch can take this product (shared memory, int32 range)."""
     nout = 2 if parts == 3 else 1
-    crt_bytes = _crt_warp_bytes(num_moduli) if FUSED_CRT_MMA else 0
-    return k <= FUSED_K_MAX[parts] and _fused_tile(npairs * num_moduli * nout, k, None, crt_bytes) is not None
+    return k <= FUSED_K_MAX[parts] and _fused_tile(npairs * num_moduli * nout, k) is not None
 
 
 # The path "auto" takes, from the crossover measured on the H200 by
@@ -773,10 +715,10 @@ def _operands(stacks, tabled):
 
 
 def _fused_launch(defines, tables, a_stacks, b_stacks, slices_b, m, n, batch, a_gstride, b_gstride,
-                  residue_tiles, tail, crt_bytes=0):
-    tile = _fused_tile(residue_tiles, a_stacks[0].shape[-1], (m, n, batch), crt_bytes)
+                  residue_tiles, tail):
+    tile = _fused_tile(residue_tiles, a_stacks[0].shape[-1], (m, n, batch))
     bm, bn, wm, wn, bk, stages = tile
-    shared = _fused_shared(tile, residue_tiles, crt_bytes)
+    shared = _fused_shared(tile, residue_tiles)
     kp = a_stacks[0].shape[-1]
     # one plane stride per side (Operands.a_plane, b_plane): stacks whose planes lie apart
     # differently are made contiguous
@@ -818,15 +760,11 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype
     defines = (("NMOD", num_moduli), ("NIN", parts), ("NPAIRS", npairs), ("LP", LP),
                ("LACC", LP if npairs == 1 else LP + max(shifts) + 1), ("EPILOGUE_CRT", 1),
                ("OUT_T", _OUT_T[np.dtype(out_dtype)]))
-    crt_bytes = 0
-    if FUSED_CRT_MMA:
-        defines += (("CRT_MMA", 1),)
-        crt_bytes = _crt_warp_bytes(num_moduli)
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
     tail = (shift_table, cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
             cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(m * n), np.int64(n))
     _fused_launch(defines, (num_moduli, True), a_stacks, b_stacks, slices_b, m, n, batch, m, n,
-                  npairs * num_moduli * nout, tail, crt_bytes)
+                  npairs * num_moduli * nout, tail)
     return outs
 
 

@@ -156,6 +156,7 @@ def test_auto_path_table():
     assert cupy_backend.choose_path("cutlass", 8, 8, 10 ** 6, 1, 16) == "cublas"
     assert cupy_backend.choose_path("fused", 8, 8, 64, 1, 49, 3, 4) == unfused     # shared memory
     assert cupy_backend.choose_path("auto", 65536, 256, 256, 1, 26, 3) == unfused   # an FFT stage
+    assert cupy_backend.choose_path("auto", 4096, 4096, 4096, 1, 16) == unfused
     assert cupy_backend.choose_path("auto", 8192, 8192, 8192, 1, 16) == "cublas"    # cuBLAS's int8 rate
     for key, k in (("short", 64), ("long", 4096)):
         assert cupy_backend._fused_tile(16, k) == cupy_backend.FUSED_TILES[key][0]

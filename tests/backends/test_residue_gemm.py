@@ -48,31 +48,21 @@ def expected(Ra, Rbt, m, batch):
     return symmetric(P, ps)
 
 
-VARIANTS = ["cooperative", "pingpong", "cooperative-256"]
-
-
-def test_variants_listed():
-    from ozaki.backends import cupy_backend
-    assert sorted(cupy_backend.RESIDUE_GEMM_VARIANTS) == sorted(VARIANTS)
-
-
-@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("m, shape, batch", [(1, (1, 1, 1), 1), (5, (37, 23, 50), 1), (26, (130, 300, 129), 1),
                                              (16, (256, 1000, 256), 1), (26, (64, 64, 64), 3), (3, (7, 5, 17), 4),
                                              (20, (300, 260, 4100), 1)])
-def test_residues_of_exact_products(rng, m, shape, batch, variant):
+def test_residues_of_exact_products(rng, m, shape, batch):
     import cupy
     be = _backend()
     mm, n, k = shape
     Ra, Rbt = residue_stack(rng, m, batch * mm, k), residue_stack(rng, m, batch * n, k)
-    got = be.gemm_residues(cupy.asarray(Ra), cupy.asarray(Rbt), m, batch, variant)
+    got = be.gemm_residues(cupy.asarray(Ra), cupy.asarray(Rbt), m, batch)
     assert got.dtype == np.int8 and got.shape == (batch, m, mm, n)
     assert np.array_equal(cupy.asnumpy(got), expected(Ra, Rbt, m, batch))
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("sign", [1, -1])
-def test_at_the_int32_limit(rng, sign, variant):
+def test_at_the_int32_limit(rng, sign):
     """k = RESIDUE_GEMM_K_MAX with every entry at its range's end: 256's plane reaches
     (-128)^2 k = 2**14 k, just inside int32."""
     import cupy
@@ -80,7 +70,7 @@ def test_at_the_int32_limit(rng, sign, variant):
     k, m = be.RESIDUE_GEMM_K_MAX, 3
     Ra, Rbt = residue_stack(rng, m, 16, k, extreme=-1), residue_stack(rng, m, 32, k, extreme=sign)
     Ra[:, 1:8] = residue_stack(rng, m, 7, k)                   # and some random rows beside
-    got = cupy.asnumpy(be.gemm_residues(cupy.asarray(Ra), cupy.asarray(Rbt), m, 1, variant))
+    got = cupy.asnumpy(be.gemm_residues(cupy.asarray(Ra), cupy.asarray(Rbt), m))
     assert np.array_equal(got, expected(Ra, Rbt, m, 1))
 
 

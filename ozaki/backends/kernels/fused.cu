@@ -33,13 +33,9 @@
 // Compile-time: NMOD, NIN (1 or 3), NPAIRS (slice pairs), LP and LACC (limbs
 // of one CRT value and of the accumulator), BM, BN, WARPS_M, WARPS_N, BK
 // (inner-dimension bytes per pipeline stage), STAGES, one of EPILOGUE_CRT /
-// EPILOGUE_BOUND, and the constant tables of kulisch.cuh; CRT_MMA (with EPILOGUE_CRT):
-// the CRT sums on the tensor cores (crt_mma.cuh), in the pipeline's shared memory.
+// EPILOGUE_BOUND, and the constant tables of kulisch.cuh.
 
 #include "kulisch.cuh"
-#ifdef CRT_MMA
-#include "crt_mma.cuh"
-#endif
 
 #define THREADS (WARPS_M * WARPS_N * 32)
 #define WM (BM / WARPS_M)              // a warp's tile
@@ -339,52 +335,7 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
         ++group;
     }
 
-#if defined(EPILOGUE_CRT) && defined(CRT_MMA)
-    // ---- CRT sums on the tensor cores (crt_mma.cuh): each warp takes 32 outputs of the
-    // tile at a time, in the pipeline's shared memory (free now: no copy is in flight) ----
-    __syncthreads();
-    {
-        CrtWarp& sm = reinterpret_cast<CrtWarp*>(pipe)[warp];
-        unsigned bfr[CRT_KS][CRT_NT][2];
-        crt_fragments(bfr, lane);
-        for (int base = warp * 32; base < BM * BN; base += THREADS) {
-            int v = base + lane, r = v / BN, c = v - r * BN;      // BM * BN is a multiple of 32
-            long long acc_l[NOUT][LACC];
-#pragma unroll
-            for (int o = 0; o < NOUT; ++o)
-#pragma unroll
-                for (int l = 0; l < LACC; ++l) acc_l[o][l] = 0;
-#pragma unroll
-            for (int pair = 0; pair < NPAIRS; ++pair) {
-#pragma unroll
-                for (int o = 0; o < NOUT; ++o) {
-                    unsigned w[CRT_WORDS];
-#pragma unroll
-                    for (int j = 0; j < CRT_WORDS; ++j) w[j] = 0;
-#pragma unroll
-                    for (int i = 0; i < NMOD; ++i)
-                        crt_pack(w, (int)res[((pair * NMOD + i) * NOUT + o) * RES_TILE + r * RES_ROW + c], i);
-                    double S[LP];
-                    crt_sums(sm, w, bfr, lane, S);
-#if NPAIRS == 1
-                    crt_lift(S, acc_l[o], 0);
-#else
-                    crt_lift(S, acc_l[o], shifts[pair]);
-#endif
-                }
-            }
-            if (r >= m_left || c >= n_left) continue;
-            long long e = beta_a[a_row0 + r] + beta_b[b_row0 + c];
-            long long at = g * out_gstride + (long long)(i0 + r) * out_rstride + j0 + c;
-            normalize(acc_l[0], LACC);
-            out0[at] = round_to<LACC, OUT_T>(acc_l[0], e);
-#if NOUT == 2
-            normalize(acc_l[1], LACC);
-            out1[at] = round_to<LACC, OUT_T>(acc_l[1], e);
-#endif
-        }
-    }
-#elif defined(EPILOGUE_CRT)
+#ifdef EPILOGUE_CRT
     // ---- CRT, Kulisch sum of the slice pairs, one rounding, one write ----
     __syncthreads();
     for (int v = threadIdx.x; v < BM * BN; v += THREADS) {
