@@ -36,8 +36,9 @@ __device__ __forceinline__ double reduce_mod(double x, int i) {
     return fma(-t, MOD_P[i], x);
 }
 
-// S_l += r c_il: |r c_il| < 2**41 for |r| <= 1.5 p, so the at most 49 terms
-// of a limb stay below 2**47: exact in float64.
+// S_l += r c_il: |r c_il| < 2**41 for |r| < 2**9 (a residue reduce_mod left within
+// 1.5 p <= 384 of zero, or an int8 residue's Karatsuba difference, |r| <= 3 * 128), so
+// the at most 49 terms of a limb stay below 2**47: exact in float64.
 __device__ __forceinline__ void crt_add(double* S, double r, int i) {
 #pragma unroll
     for (int l = 0; l < LP; ++l) S[l] = fma(r, CRT_C[i][l], S[l]);
@@ -46,7 +47,8 @@ __device__ __forceinline__ void crt_add(double* S, double r, int i) {
 // acc[sh + l] += the limbs of S - q P, q = rint(S / P): the value of the
 // residues lifted into (-P/2, P/2].  |C'| <= P/2 - P/2**20 keeps S / P 2**-20
 // off a half-integer; the float64 error of Sf / P is below 2**-36, so the
-// quotient is exact.  |q| < 2**13 and P's limbs < 2**32: S_l - q P_l < 2**48.
+// quotient is exact.  |q| <= sum |r_i| < 49 * 384 < 2**15 and P's limbs < 2**32:
+// S_l - q P_l < 2**48.
 __device__ __forceinline__ void crt_lift(const double* S, long long* acc, int sh) {
     double Sf = 0.0;
 #pragma unroll
