@@ -53,6 +53,8 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
         && export PYTHONPATH=$PWD:/tmp/site
 fi
+# the residue GEMM: found in that cache, else compiled (about a minute; nvcc, CUTLASS from .whl)
+python3 -m ozaki build > "$W/build.txt" 2>&1
 stage() {   # stage NAME SECONDS CMD...: run with a time limit, log to $W/NAME.txt
     local name=$1 limit=$2; shift 2
     local t0=$(date +%s)

@@ -97,7 +97,12 @@ class config(contextlib.ContextDecorator):
     int8 tensor-core products of every modulus, CRT and rounding on chip),
     "cublas" (a cuBLAS int8 GEMM per modulus, then the epilogue pass) or
     "cutlass" (Hopper: one CUTLASS GEMM over the moduli whose epilogue keeps
-    int8 residues, then the epilogue pass; built with nvcc on first use).  The
+    int8 residues, then the epilogue pass; compiled with nvcc by
+    ``python -m ozaki build`` or the first product that forces it, which raises
+    RuntimeError where it cannot be built; "auto" takes it once built).  A
+    forced path runs cuBLAS where it cannot take the product: "fused" where the
+    shared memory or int32 range is exceeded (then "cutlass" when built),
+    "cutlass" past an inner dimension of 131056 or on substrate="fp8".  The
     bits are the same.
 
     Every option is checked when ``config(...)`` is called: an unknown name

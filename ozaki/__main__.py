@@ -6,6 +6,8 @@
             the accuracy verification suite; exit status 1 on any failure
     bench   gemm|zgemm|fft|linalg|dask [args...]
             the benchmarks of the source tree's bench/ (GPU), their own options after the name
+    build   compile the nvcc-built kernels (the residue GEMM, path "cutlass") into the cache;
+            needs nvcc and the CUTLASS headers, no GPU; exit status 1 when they cannot be built
 """
 
 import argparse
@@ -231,8 +233,24 @@ def build_parser():
         p = bsub.add_parser(name, help=f"{text} (bench/{module}.py{' ' + ' '.join(extra) if extra else ''})",
                             add_help=False, prefix_chars="\0")
         p.add_argument("args", nargs=argparse.REMAINDER)
-    ap.commands = {"demo": d, "verify": v, "bench": b}
+    k = sub.add_parser("build", help="compile the nvcc-built kernels (the residue GEMM) into the cache",
+                       description="Compile the kernels whose launch needs host code (the residue GEMM of "
+                                   "path 'cutlass', CUTLASS on Hopper) with nvcc into the cache "
+                                   "($OZAKI_KERNEL_CACHE or ~/.cache/ozaki/kernels), about a minute; "
+                                   "path 'auto' uses them once built. Exit status 1 when they cannot be built.")
+    ap.commands = {"demo": d, "verify": v, "bench": b, "build": k}
     return ap
+
+
+def build_kernels():
+    """``python -m ozaki build``: the native libraries into the cache; 0 built, 1 not."""
+    from .backends import native
+    try:
+        print(f"residue GEMM: {native.build('residue_gemm.cu')}")
+        return 0
+    except native.NativeUnavailable as exc:
+        print(f"residue GEMM: not built: {exc}", file=sys.stderr)
+        return 1
 
 
 def main(argv=None):
@@ -258,6 +276,8 @@ def main(argv=None):
                 raise _Usage("bench needs a benchmark name: " + ", ".join(BENCHMARKS) +
                              " (python -m ozaki bench --help)")
             return bench(a.benchmark, a.args)
+        if a.command == "build":
+            return build_kernels()
     except _Usage as e:
         parser = ap.commands.get(a.command, ap)
         parser.print_usage(sys.stderr)

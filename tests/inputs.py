@@ -52,6 +52,13 @@ def sprinkle_specials(rng, x, fraction=0.05):
     return x
 
 
+def symmetric_residues(x, ps):
+    """x mod p in the residues' range [-floor(p/2), p - 1 - floor(p/2)], per row p of ps
+    (object arithmetic: exact for any integers)."""
+    h = np.asarray(ps, dtype=object)[:, None] // 2
+    return (np.asarray(x, dtype=object) + h) % np.asarray(ps, dtype=object)[:, None] - h
+
+
 def zero_sign_rows(rng, kind, N, rows, lone=(-1.5, 2.0)):
     """Input rows of an FFT of ``kind`` ("c2c", "r2c", "c2r": N // 2 + 1 entries, else N)
     for the sign rule of its zero parts: zeros of random signs, the first quarter of the

@@ -210,6 +210,16 @@ def test_blocks_are_aligned():
     assert mb % scheme.BLOCK_ALIGN == 0 and nb % scheme.BLOCK_ALIGN == 0 and mb < 49152
 
 
+def test_blocks_count_each_paths_products():
+    """The products' bytes per output decide the rows a block takes: int32 products
+    (cuBLAS) more than int8 residues (the residue GEMM), none on chip (fused)."""
+    p = scheme.Plan("accurate", 16, None, None, None, 1, 1, (), True)
+    for complex_ in (False, True):
+        rows = {path: scheme.blocks(40000, 4096, 4096, p, 1 << 30, complex_, path)[0]
+                for path in ("cublas", "cutlass", "fused")}
+        assert rows["cublas"] < rows["cutlass"] < rows["fused"] <= 40000
+
+
 @pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
 def test_stack_equals_each(rng, mode):
     """A stack goes through the pipeline at once; every matrix gets the bits of its own product."""

@@ -399,7 +399,8 @@ def gemm(Ra, Rbt, batch=1):
 # int8 product in one launch at the library's int8 rate, each int32 accumulator
 # reduced mod p in the GEMM's epilogue and stored as its int8 residue, so the
 # products cross memory as 1 byte instead of 4 (and the CRT epilogue reads 1).
-# Built with nvcc on first use (native.py); where it cannot be, the cuBLAS path.
+# Built with nvcc (native.py) by ``python -m ozaki build`` or the first forced
+# path="cutlass"; "auto" uses it once built, the cuBLAS path until then.
 RESIDUE_GEMM_K_MAX = K_CHUNK            # its int32 accumulators run over the whole inner dimension
 RESIDUE_ROW_ALIGN = 16                  # its TMA stores want the residue rows 16-byte aligned
 # Measured on the H200 (bench/results/2026-12-03-3ca144a/residue_gemm.txt; GEMM step +
@@ -414,14 +415,27 @@ RESIDUE_ROW_ALIGN = 16                  # its TMA stores want the residue rows 1
 RESIDUE_GEMM_AUTO_WORK = 1 << 36        # m n k of one matrix
 
 
-@functools.lru_cache(maxsize=None)
-def _residue_gemm_library():
-    """(library, None) when the residue GEMM runs on this device, else (None, why)."""
-    if cupy.cuda.Device().compute_capability != "90":
-        return None, f"the residue GEMM is built for sm_90a; this device is sm_{cupy.cuda.Device().compute_capability}"
+_RESIDUE_GEMM = {}                      # "lib": the loaded library, or "why": why it cannot load
+
+
+def _residue_gemm_library(build=True):
+    """(library, None) when the residue GEMM runs on this device, else (None, why).
+    ``build``: compile it if it is not in the cache yet (about a minute of nvcc); "auto"
+    passes False, so a product never waits for a compile it did not ask for (a forced
+    path="cutlass", residue_gemm_available() or ``python -m ozaki build`` builds it)."""
+    if "lib" in _RESIDUE_GEMM:
+        return _RESIDUE_GEMM["lib"], None
+    cc = cupy.cuda.Device().compute_capability
+    if cc != "90":
+        return None, f"the residue GEMM is built for sm_90a; this device is sm_{cc}"
+    if "why" in _RESIDUE_GEMM:
+        return None, _RESIDUE_GEMM["why"]
+    if not build and not native.built("residue_gemm.cu"):
+        return None, "the residue GEMM is not built yet (python -m ozaki build)"
     try:
         lib = native.library("residue_gemm.cu")
     except native.NativeUnavailable as exc:
+        _RESIDUE_GEMM["why"] = str(exc)
         return None, str(exc)
     lib.ozaki_residue_gemm.restype = ctypes.c_int
     lib.ozaki_residue_gemm.argtypes = ([ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong] * 3
@@ -429,11 +443,12 @@ def _residue_gemm_library():
                                        + [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p])
     lib.ozaki_residue_gemm_workspace.restype = ctypes.c_size_t
     lib.ozaki_residue_gemm_workspace.argtypes = [ctypes.c_int] * 4
+    _RESIDUE_GEMM["lib"] = lib
     return lib, None
 
 
 def residue_gemm_available():
-    """Whether ``gemm_residues`` can run here (the reason it cannot, as a string, if not)."""
+    """Whether ``gemm_residues`` can run here (building it if needed); if not, why (a string)."""
     lib, why = _residue_gemm_library()
     return True if lib is not None else why
 
@@ -454,9 +469,13 @@ def gemm_residues(Ra, Rbt, m, batch=1):
     rows where n is not a multiple of it."""
     Ra, Rbt = _pad(Ra), _pad(Rbt)
     b, rows, kp = Ra.shape
+    if Rbt.shape[0] != b or Rbt.shape[2] != kp or b > m:
+        raise ValueError(f"residue stacks {Ra.shape} and {Rbt.shape} do not match each other or {m} moduli")
     if kp > RESIDUE_GEMM_K_MAX:
         raise ValueError(f"the residue GEMM's inner dimension is at most {RESIDUE_GEMM_K_MAX}, got {kp}")
     mm, n = rows // batch, Rbt.shape[1] // batch
+    if max(mm, n + RESIDUE_ROW_ALIGN) >= 2 ** 31:
+        raise ValueError(f"the residue GEMM takes fewer than 2**31 rows a side, got {mm} x {n}")
     lib, why = _residue_gemm_library()
     if lib is None:
         raise RuntimeError(f"path='cutlass' cannot run: {why}")
@@ -687,8 +706,8 @@ FUSED_AUTO_MATRIX_WORK = 1 << 30        # m n k of one matrix
 
 def choose_path(path, m, n, k, batch, num_moduli, parts=1, npairs=1):
     """"fused", "cutlass" or "cublas" for a product of this shape (``path`` "auto" picks)."""
-    if path == "cutlass":                # forced: it raises where it cannot run, naming why
-        return "cutlass" if _padded(k) <= RESIDUE_GEMM_K_MAX else "cublas"
+    if path == "cutlass":                # forced: built if needed, raises where it cannot run, naming why;
+        return "cutlass" if _padded(k) <= RESIDUE_GEMM_K_MAX else "cublas"     # past int32: cuBLAS's chunks
     if path == "cublas":
         return path
     work = m * n * k
@@ -702,7 +721,7 @@ def _unfused(m, n, k):
     """The GEMMs-then-epilogue path: the residue GEMM where it runs and wins, else cuBLAS."""
     if m * n * k > RESIDUE_GEMM_AUTO_WORK or _padded(k) > RESIDUE_GEMM_K_MAX:
         return "cublas"
-    return "cutlass" if _residue_gemm_library()[0] is not None else "cublas"
+    return "cutlass" if _residue_gemm_library(build=False)[0] is not None else "cublas"
 
 
 def _operands(stacks, tabled):
@@ -839,7 +858,7 @@ EXACT_DOT_MAX_COLUMNS = 4
 def exponent_figures(*arrays):
     """numpy_backend.exponent_range of each array, as host ints (least, top, finite, least,
     top, finite, ...): one transfer for all of them."""
-    from . import native, numpy_backend
+    from . import numpy_backend
     figures = [cupy.asarray(v).astype(cupy.int64) for x in arrays for v in numpy_backend.exponent_range(x, cupy)]
     return tuple(int(v) for v in cupy.stack(figures).get())
 
@@ -856,7 +875,7 @@ def exact_residual(a, xs, b, a_figures=None):
     launch per column.
     """
     from ..crt import kulisch
-    from . import native, numpy_backend
+    from . import numpy_backend
     n, m = a.shape
     k = b.shape[1]
     if len(xs) not in (1, 2) or n == 0 or k > EXACT_DOT_MAX_COLUMNS:

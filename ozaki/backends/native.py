@@ -3,7 +3,9 @@
 CUTLASS's Hopper kernels are launched with TMA descriptors made on the host, which CuPy's
 RawModule (device code through NVRTC) cannot do.  Such a kernel lives in ``kernels/`` like the
 others, with an ``extern "C"`` host entry point; this module compiles it with nvcc into a shared
-library, keyed by a hash of its source and the build command, and loads it with ctypes.
+library, keyed by a hash of its source, the headers it includes and the build command, and
+loads it with ctypes.  A compile takes about a minute, so none runs behind a product that did not
+ask for it: ``python -m ozaki build`` (or a forced ``path="cutlass"``) builds.
 
 Where it is built: ``$OZAKI_KERNEL_CACHE``, else ``~/.cache/ozaki/kernels``.  What it needs:
 nvcc (``$OZAKI_NVCC``, ``nvcc`` on the PATH, or ``$CUDA_PATH/bin/nvcc``) and the CUTLASS/CuTe
@@ -21,7 +23,7 @@ import subprocess
 import tempfile
 import ctypes
 
-__all__ = ["NativeUnavailable", "library", "cutlass_include", "nvcc", "cache_dir"]
+__all__ = ["NativeUnavailable", "library", "build", "built", "cutlass_include", "nvcc", "cache_dir"]
 
 _KERNELS = os.path.join(os.path.dirname(__file__), "kernels")
 
@@ -87,11 +89,22 @@ def _cached_path(name, defines):
     return os.path.join(cache_dir(), f"{os.path.splitext(name)[0]}-{key}.so")
 
 
+def built(name, defines=()):
+    """Whether the library of kernels/``name`` is in the cache."""
+    return os.path.isfile(_cached_path(name, defines))
+
+
 def build(name, defines=()):
-    """Compile kernels/``name`` into the cache (if it is not there yet); its path."""
+    """Compile kernels/``name`` into the cache (if it is not there yet); its path.  A failed
+    compile leaves its message beside it (``.failed``), so later processes do not run nvcc
+    again on the same source (delete that file to retry)."""
     path = _cached_path(name, defines)
     if os.path.isfile(path):
         return path
+    failed = path[:-3] + ".failed"
+    if os.path.isfile(failed):
+        with open(failed) as f:
+            raise NativeUnavailable(f"an earlier build failed ({failed}):\n{f.read()}")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     include = cutlass_include()
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=os.path.dirname(path))
@@ -101,7 +114,10 @@ def build(name, defines=()):
     try:
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
-            raise NativeUnavailable(f"nvcc failed on {name} ({done.returncode}):\n{done.stderr[-4000:]}")
+            message = f"nvcc failed on {name} ({done.returncode}):\n{done.stderr[-4000:]}"
+            with open(failed, "w") as f:
+                f.write(message)
+            raise NativeUnavailable(message)
         os.replace(tmp, path)                     # atomic: a concurrent build finds a whole file
     finally:
         if os.path.exists(tmp):

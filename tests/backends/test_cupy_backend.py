@@ -156,12 +156,6 @@ def _representatives(rng, values, ps, top):
     return r
 
 
-def _symmetric(x, ps):
-    """x mod p in the residues' range [-floor(p/2), p - 1 - floor(p/2)], per row p of ps."""
-    h = ps[:, None] // 2
-    return (np.asarray(x, dtype=object) + h) % ps[:, None] - h
-
-
 @pytest.mark.parametrize("m", [2, 16, 17, 49])
 @pytest.mark.parametrize("shape,dtype,pairs", [((33, 61), np.int32, 1), ((64, 48), np.int32, 1),
                                                 ((16, 20), np.int64, 1), ((9, 12), np.int64, 3),
@@ -189,11 +183,11 @@ def test_epilogue_kernel(rng, m, shape, dtype, pairs, complex_):
         if dtype == np.int8:
             re, im = values(), values()
             if not complex_:
-                products.append((_symmetric(np.tile(re, (m, 1)), ps).astype(np.int64),))
+                products.append((inputs.symmetric_residues(np.tile(re, (m, 1)), ps).astype(np.int64),))
                 continue
-            P1 = _symmetric(rng.integers(-128, 128, (m, size)), ps)
-            P2 = _symmetric(P1 - np.array(re, dtype=object), ps)
-            P3 = _symmetric(np.array(im, dtype=object) + P1 + P2, ps)
+            P1 = inputs.symmetric_residues(rng.integers(-128, 128, (m, size)), ps)
+            P2 = inputs.symmetric_residues(P1 - np.array(re, dtype=object), ps)
+            P3 = inputs.symmetric_residues(np.array(im, dtype=object) + P1 + P2, ps)
             products.append(tuple(P.astype(np.int64) for P in (P1, P2, P3)))
             continue
         if not complex_:

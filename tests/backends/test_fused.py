@@ -17,6 +17,9 @@ def same_bits(x, y):
 
 def on_path(path, A, B, **kw):
     import cupy
+    if path == "cutlass":
+        from tests.backends.test_residue_gemm import residue_gemm_backend
+        residue_gemm_backend()                 # skipped off Hopper or without nvcc and CUTLASS
     with ozaki.config(path=path):
         return cupy.asnumpy(ozaki.matmul(cupy.asarray(A), cupy.asarray(B), **kw))
 
@@ -39,12 +42,17 @@ SHAPES = [(1, 1, 1), (5, 3, 7), (63, 65, 64), (64, 64, 64), (65, 129, 130), (130
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
 @pytest.mark.parametrize("shape", SHAPES)
-def test_paths_same_bits(rng, path, mode, shape):
+def test_paths_same_bits(rng, monkeypatch, path, mode, shape):
+    from ozaki.backends import cupy_backend
     m, k, n = shape
     A, B = inputs.wide(rng, (m, k), 6), inputs.wide(rng, (k, n), 6)
     assert chosen(path, A, B, "accurate") == path
+    calls = []
+    real = cupy_backend.gemm_residues
+    monkeypatch.setattr(cupy_backend, "gemm_residues", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     cpu = ozaki.matmul(A, B, mode=mode)
     assert same_bits(cpu, on_path(path, A, B, mode=mode))
+    assert bool(calls) == (path == "cutlass")        # the residue GEMM ran on its path, and only there
     if mode == "exact":
         assert same_bits(cpu, reference.exact_matmul(A, B))
 

@@ -60,12 +60,18 @@ def test_key_follows_the_defines_and_the_source(env, monkeypatch):
     assert native.build("residue_gemm.cu") not in (a, b)
 
 
-def test_failed_build_names_the_compiler_output(tmp_path, env, monkeypatch):
-    nvcc, _ = fake_nvcc(tmp_path / "..", rc=3)
+def test_failed_build_names_the_compiler_output_once(tmp_path, env, monkeypatch):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    nvcc, log = fake_nvcc(bad, rc=3)
     monkeypatch.setenv("OZAKI_NVCC", nvcc)
     with pytest.raises(native.NativeUnavailable, match=r"nvcc failed on residue_gemm.cu \(3\)"):
         native.build("residue_gemm.cu")
-    assert not os.listdir(native.cache_dir())                     # nothing half-written stays
+    assert [f for f in os.listdir(native.cache_dir()) if not f.endswith(".failed")] == []   # no half-written file
+    assert not native.built("residue_gemm.cu")
+    with pytest.raises(native.NativeUnavailable, match="an earlier build failed"):
+        native.build("residue_gemm.cu")                           # not compiled again
+    assert len(log.read_text().splitlines()) == 1
 
 
 def test_missing_tools_say_what_is_missing(tmp_path, monkeypatch):
@@ -98,3 +104,22 @@ def test_key_follows_the_included_headers_only(env, monkeypatch):
     assert native.build("residue_gemm.cu") == before
     monkeypatch.setattr(native, "_source", lambda n: real(n) + (b"//x" if n == "modular.cuh" else b""))
     assert native.build("residue_gemm.cu") != before
+
+
+def test_build_command(env, capsys):
+    """python -m ozaki build: the library into the cache (0), or why not (1)."""
+    from ozaki.__main__ import main
+    assert not native.built("residue_gemm.cu")
+    assert main(["build"]) == 0
+    assert native.built("residue_gemm.cu") and native.cache_dir() in capsys.readouterr().out
+
+
+def test_build_command_without_nvcc(tmp_path, monkeypatch, capsys):
+    from ozaki.__main__ import main
+    monkeypatch.setenv("OZAKI_KERNEL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CUTLASS_PATH", fake_cutlass(tmp_path))
+    monkeypatch.setenv("OZAKI_NVCC", str(tmp_path / "none"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CUDA_PATH", str(tmp_path))
+    assert main(["build"]) == 1
+    assert "nvcc not found" in capsys.readouterr().err

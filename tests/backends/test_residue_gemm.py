@@ -9,22 +9,22 @@ from ozaki import crt
 pytestmark = pytest.mark.gpu
 
 
-def _backend():
+def residue_gemm_backend():
+    """cupy_backend, where the residue GEMM runs; the test is skipped on a GPU that is not
+    Hopper or without nvcc and the CUTLASS headers, and fails where those are all here but
+    the residue GEMM does not build or load."""
+    import cupy
     from ozaki.backends import cupy_backend, native
+    if cupy.cuda.Device().compute_capability != "90":
+        pytest.skip("the residue GEMM is built for Hopper (sm_90a)")
     why = cupy_backend.residue_gemm_available()
     if why is not True:
-        try:                                     # where nvcc and CUTLASS are here, it must build
+        try:
             native.nvcc(), native.cutlass_include()
         except native.NativeUnavailable as exc:
             pytest.skip(f"the residue GEMM cannot be built here: {exc}")
         pytest.fail(f"nvcc and the CUTLASS headers are here, but the residue GEMM is unavailable: {why}")
     return cupy_backend
-
-
-def symmetric(x, p):
-    """x mod p in [-floor(p/2), p - 1 - floor(p/2)] (the residues' range)."""
-    h = p // 2
-    return (x + h) % p - h
 
 
 def residue_stack(rng, m, rows, k, extreme=None):
@@ -45,7 +45,8 @@ def expected(Ra, Rbt, m, batch):
     Bt = Rbt.reshape(b, batch, n, k).transpose(1, 0, 2, 3).astype(np.float64)
     P = np.matmul(A, Bt.swapaxes(-1, -2)).astype(np.int64)
     ps = np.array(crt.moduli(m), dtype=np.int64)[None, :, None, None]
-    return symmetric(P, ps)
+    h = ps // 2
+    return (P + h) % ps - h                                    # the residues' symmetric range
 
 
 @pytest.mark.parametrize("m, shape, batch", [(1, (1, 1, 1), 1), (5, (37, 23, 50), 1), (26, (130, 300, 129), 1),
@@ -53,7 +54,7 @@ def expected(Ra, Rbt, m, batch):
                                              (20, (300, 260, 4100), 1)])
 def test_residues_of_exact_products(rng, m, shape, batch):
     import cupy
-    be = _backend()
+    be = residue_gemm_backend()
     mm, n, k = shape
     Ra, Rbt = residue_stack(rng, m, batch * mm, k), residue_stack(rng, m, batch * n, k)
     got = be.gemm_residues(cupy.asarray(Ra), cupy.asarray(Rbt), m, batch)
@@ -63,11 +64,14 @@ def test_residues_of_exact_products(rng, m, shape, batch):
 
 @pytest.mark.parametrize("sign", [1, -1])
 def test_at_the_int32_limit(rng, sign):
-    """k = RESIDUE_GEMM_K_MAX with every entry at its range's end: 256's plane reaches
-    (-128)^2 k = 2**14 k, just inside int32."""
+    """k = RESIDUE_GEMM_K_MAX with every entry at its range's end: accumulators near 2**31
+    (256's plane reaches (-128)^2 k = 2**14 k), reduced by the epilogue node's float64
+    quotient.  (A wrapped int32 would not show in 256's plane, 2**32 = 0 mod 256: the limit
+    itself is asserted.)"""
     import cupy
-    be = _backend()
+    be = residue_gemm_backend()
     k, m = be.RESIDUE_GEMM_K_MAX, 3
+    assert k * 128 * 128 < 2 ** 31
     Ra, Rbt = residue_stack(rng, m, 16, k, extreme=-1), residue_stack(rng, m, 32, k, extreme=sign)
     Ra[:, 1:8] = residue_stack(rng, m, 7, k)                   # and some random rows beside
     got = cupy.asnumpy(be.gemm_residues(cupy.asarray(Ra), cupy.asarray(Rbt), m))
@@ -77,7 +81,7 @@ def test_at_the_int32_limit(rng, sign):
 def test_planes_apart_and_row_views(rng):
     """A prepared operand's row block (planes apart, a view) is read in place."""
     import cupy
-    be = _backend()
+    be = residue_gemm_backend()
     m = 7
     big = residue_stack(rng, m, 200, 96)
     Ra = cupy.asarray(big)[:, 40:140]                          # planes 200*96 apart, rows 100
@@ -88,7 +92,7 @@ def test_planes_apart_and_row_views(rng):
 
 def test_refuses_long_inner_dimensions():
     import cupy
-    be = _backend()
+    be = residue_gemm_backend()
     k = be.RESIDUE_GEMM_K_MAX + 16
     with pytest.raises(ValueError, match="inner dimension"):
         be.gemm_residues(cupy.zeros((1, 1, k), dtype=cupy.int8), cupy.zeros((1, 1, k), dtype=cupy.int8), 1)

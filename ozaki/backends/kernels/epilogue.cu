@@ -55,8 +55,9 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
         for (int pair = 0; pair < npairs; ++pair) {
             // S = sum_i r_i c_i in float64 limbs.  r_i = x - p rint(x / p) is some
             // residue of the product x with |r_i| <= 1.5 p (|x| < 2**53: the
-            // rounded quotient is off by at most one), so |r_i c_il| < 2**41 and
-            // the at most 49 terms of a limb stay below 2**47: exact.
+            // rounded quotient is off by at most one), or a real product's int8
+            // residue as it is (|r_i| <= 128), so |r_i c_il| < 2**41 and the at
+            // most 49 terms of a limb stay below 2**47: exact.
             double S[NOUT][LP];
 #pragma unroll
             for (int o = 0; o < NOUT; ++o)

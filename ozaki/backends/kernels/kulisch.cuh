@@ -46,7 +46,7 @@ __device__ __forceinline__ void crt_add(double* S, double r, int i) {
 
 // acc[sh + l] += the limbs of S - q P, q = rint(S / P): the value of the
 // residues lifted into (-P/2, P/2].  |C'| <= P/2 - P/2**20 keeps S / P 2**-20
-// off a half-integer; the float64 error of Sf / P is below 2**-36, so the
+// off a half-integer; the float64 error of Sf / P is below 2**-34, so the
 // quotient is exact.  |q| <= sum |r_i| < 49 * 384 < 2**15 and P's limbs < 2**32:
 // S_l - q P_l < 2**48.
 __device__ __forceinline__ void crt_lift(const double* S, long long* acc, int sh) {

@@ -10,7 +10,7 @@
 // tree), so this runs at the library's int8 rate.
 //
 // Layout (the residue stacks of cupy_backend.gemm): A (L, M, K) and B^T (L, N, K), K contiguous,
-// planes lda/ldb apart in rows and batch_a/batch_b apart in planes; D (L, M, N) int8, row stride
+// rows lda/ldb bytes apart and planes batch_a/batch_b bytes apart; D (L, M, N) int8, row stride
 // ldd (a multiple of 16: TMA stores need 16-byte aligned strides).  Batch l uses modulus
 // moduli[l] (and inverses[l] = 1/moduli[l], rounded), float64.  K * 128 * 128 < 2**31 keeps the
 // int32 accumulators exact (K <= 131071).
