@@ -711,9 +711,9 @@ def choose_path(path, m, n, k, batch, num_moduli, parts=1, npairs=1):
     if path == "cublas":
         return path
     work = m * n * k
-    if path == "fused" or (fused_fits(num_moduli, parts, npairs, k) and work <= FUSED_AUTO_MATRIX_WORK
-                           and batch * work <= FUSED_AUTO_WORK):
-        return "fused" if fused_fits(num_moduli, parts, npairs, k) else _unfused(m, n, k)
+    if fused_fits(num_moduli, parts, npairs, k) and (
+            path == "fused" or (work <= FUSED_AUTO_MATRIX_WORK and batch * work <= FUSED_AUTO_WORK)):
+        return "fused"
     return _unfused(m, n, k)
 
 

@@ -105,11 +105,11 @@ def build(name, defines=()):
     if os.path.isfile(failed):
         with open(failed) as f:
             raise NativeUnavailable(f"an earlier build failed ({failed}):\n{f.read()}")
+    compiler, include = nvcc(), cutlass_include()      # before the temporary file: none is left behind
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    include = cutlass_include()
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=os.path.dirname(path))
     os.close(fd)
-    cmd = [nvcc(), *FLAGS, *(f"-D{k}={v}" for k, v in defines), f"-I{include}", f"-I{_KERNELS}",
+    cmd = [compiler, *FLAGS, *(f"-D{k}={v}" for k, v in defines), f"-I{include}", f"-I{_KERNELS}",
            os.path.join(_KERNELS, name), "-o", tmp]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True)

@@ -123,3 +123,4 @@ def test_build_command_without_nvcc(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CUDA_PATH", str(tmp_path))
     assert main(["build"]) == 1
     assert "nvcc not found" in capsys.readouterr().err
+    assert not os.path.isdir(tmp_path / "cache") or not os.listdir(tmp_path / "cache")   # nothing left behind
