@@ -53,10 +53,10 @@ def sprinkle_specials(rng, x, fraction=0.05):
 
 
 def symmetric_residues(x, ps):
-    """x mod p in the residues' range [-floor(p/2), p - 1 - floor(p/2)], per row p of ps
-    (object arithmetic: exact for any integers)."""
-    h = np.asarray(ps, dtype=object)[:, None] // 2
-    return (np.asarray(x, dtype=object) + h) % np.asarray(ps, dtype=object)[:, None] - h
+    """x mod p in the residues' range [-floor(p/2), p - 1 - floor(p/2)], the moduli ps
+    broadcast against x (object arithmetic: exact for any integers)."""
+    ps = np.asarray(ps, dtype=object)
+    return (np.asarray(x, dtype=object) + ps // 2) % ps - ps // 2
 
 
 def zero_sign_rows(rng, kind, N, rows, lone=(-1.5, 2.0)):

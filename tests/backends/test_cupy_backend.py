@@ -183,11 +183,11 @@ def test_epilogue_kernel(rng, m, shape, dtype, pairs, complex_):
         if dtype == np.int8:
             re, im = values(), values()
             if not complex_:
-                products.append((inputs.symmetric_residues(np.tile(re, (m, 1)), ps).astype(np.int64),))
+                products.append((inputs.symmetric_residues(np.tile(re, (m, 1)), ps[:, None]).astype(np.int64),))
                 continue
-            P1 = inputs.symmetric_residues(rng.integers(-128, 128, (m, size)), ps)
-            P2 = inputs.symmetric_residues(P1 - np.array(re, dtype=object), ps)
-            P3 = inputs.symmetric_residues(np.array(im, dtype=object) + P1 + P2, ps)
+            P1 = inputs.symmetric_residues(rng.integers(-128, 128, (m, size)), ps[:, None])
+            P2 = inputs.symmetric_residues(P1 - np.array(re, dtype=object), ps[:, None])
+            P3 = inputs.symmetric_residues(np.array(im, dtype=object) + P1 + P2, ps[:, None])
             products.append(tuple(P.astype(np.int64) for P in (P1, P2, P3)))
             continue
         if not complex_:

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from ozaki import crt
+from tests import inputs
 
 pytestmark = pytest.mark.gpu
 
@@ -44,9 +45,7 @@ def expected(Ra, Rbt, m, batch):
     A = Ra.reshape(b, batch, mm, k).transpose(1, 0, 2, 3).astype(np.float64)
     Bt = Rbt.reshape(b, batch, n, k).transpose(1, 0, 2, 3).astype(np.float64)
     P = np.matmul(A, Bt.swapaxes(-1, -2)).astype(np.int64)
-    ps = np.array(crt.moduli(m), dtype=np.int64)[None, :, None, None]
-    h = ps // 2
-    return (P + h) % ps - h                                    # the residues' symmetric range
+    return inputs.symmetric_residues(P, np.array(crt.moduli(m))[None, :, None, None]).astype(np.int64)
 
 
 @pytest.mark.parametrize("m, shape, batch", [(1, (1, 1, 1), 1), (5, (37, 23, 50), 1), (26, (130, 300, 129), 1),
