@@ -1,11 +1,10 @@
-"""Where certified mode's time goes on the GPU: the product at certified's moduli count
-(accurate mode, no certification) beside the certified product under several recompute
-cost models, with what each recomputed.
+"""Where certified mode's time goes on the GPU: cuBLAS DGEMM, accurate mode at its default
+count and at each moduli count asked (the product without certification), and the
+certified product at that count, with the entries that failed the per-entry test and
+were recomputed one by one (kernels/exact_dot.cu's exact_entries), and the test's pass
+(kernels/certify.cu) and the recomputation timed alone.
 
-    python -m bench.certified --n 16384 --calls 32 35 38 41 --out FILE.json
-
-``--calls``: log2 of scheme.CERTIFY_CALL (a recompute block's fixed cost in multiply-adds);
-the largest also times one block of every failing row and column (CERTIFY_ROWS = (n,)).
+    python -m bench.certified --n 16384 --families normal phi1 phi3 --moduli 20 21 22 --out FILE.json
 """
 
 import argparse
@@ -18,28 +17,41 @@ from bench import common
 from bench.gemm import draw
 
 
-def run(n, family, calls, repeats):
+def run(n, family, moduli, repeats):
     import cupy
+    from ozaki.backends import cupy_backend
     rng = np.random.default_rng(20261203)
     A, B = (cupy.asarray(draw(rng, family, (n, n))) for _ in range(2))
-    m = scheme.default_num_moduli("certified", n)
     rows = []
     t, _ = common.time_gpu(lambda: A @ B, warmup=1, repeats=repeats)
-    rows.append({"what": "native", "ms": t})
-    t, _ = common.time_gpu(lambda: ozaki.matmul(A, B, mode="accurate", num_moduli=m), warmup=1, repeats=repeats)
-    rows.append({"what": f"accurate:{m}", "ms": t})
-    variants = [(c, scheme.CERTIFY_ROWS) for c in calls] + [(max(calls), (n,))]
-    old = scheme.CERTIFY_CALL, scheme.CERTIFY_ROWS
-    try:
-        for call, R in variants:
-            scheme.CERTIFY_CALL, scheme.CERTIFY_ROWS = 2 ** call, R
-            t, _ = common.time_gpu(lambda: ozaki.matmul(A, B, mode="certified"), warmup=1, repeats=repeats)
-            rows.append({"what": f"certified call=2^{call} rows={R}", "ms": t, **scheme.certify_counts})
-    finally:
-        scheme.CERTIFY_CALL, scheme.CERTIFY_ROWS = old
+    rows.append({"family": family, "what": "native", "ms": t})
+    t, _ = common.time_gpu(lambda: ozaki.matmul(A, B), warmup=1, repeats=repeats)
+    rows.append({"family": family, "what": f"accurate:{scheme.default_num_moduli('accurate', n)}", "ms": t})
+    for m in moduli:
+        t, _ = common.time_gpu(lambda: ozaki.matmul(A, B, mode="accurate", num_moduli=m), warmup=1, repeats=repeats)
+        rows.append({"family": family, "what": f"accurate:{m}", "ms": t})
+        t, _ = common.time_gpu(lambda: ozaki.matmul(A, B, mode="certified", num_moduli=m), warmup=1,
+                               repeats=repeats)
+        rows.append({"family": family, "what": f"certified:{m}", "ms": t, **scheme.certify_counts})
+    # the two certification steps alone, at the last count: the test's pass over C and the
+    # exact dot products of the failing entries
+    m = moduli[-1]
+    Bt = cupy.ascontiguousarray(B.T)
+    plan = scheme.make_plan(cupy, A, Bt, "accurate", m, cupy_backend)
+    C = [ozaki.matmul(A, B, mode="accurate", num_moduli=m)[None]]
+    sides = (scheme.bound_side(cupy, A, plan.beta_a, plan.nearest), scheme.bound_side(cupy, Bt, plan.beta_b, plan.nearest))
+    ieee = tuple((f & 1) != 0 for f in plan.flags)
+    t, _ = common.time_gpu(lambda: cupy_backend.uncertified(C, *sides, *ieee, n), warmup=1, repeats=repeats)
+    rows.append({"family": family, "what": f"test pass:{m}", "ms": t})
+    bad, _ = cupy_backend.uncertified(C, *sides, *ieee, n)
+    i, j = cupy.nonzero(bad[0])
+    if i.size:
+        t, _ = common.time_gpu(lambda: cupy_backend.exact_entries(A, Bt, i, j, 1, np.float64), warmup=1,
+                               repeats=repeats)
+        rows.append({"family": family, "what": f"exact entries:{m}", "ms": t, "entries": int(i.size)})
     for r in rows:
-        extra = "".join(f" {k} {r[k]}" for k in ("failing", "recomputed", "blocks") if k in r)
-        print(f"{n} {family:6s} {r['what']:44s} {r['ms']:9.2f} ms  x{rows[0]['ms'] / r['ms']:5.2f}{extra}", flush=True)
+        extra = "".join(f" {k} {r[k]}" for k in ("failing", "recomputed", "blocks", "entries") if k in r)
+        print(f"{n} {family:6s} {r['what']:20s} {r['ms']:9.2f} ms  x{rows[0]['ms'] / r['ms']:5.2f}{extra}", flush=True)
     return rows
 
 
@@ -60,7 +72,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=16384)
     ap.add_argument("--families", nargs="+", default=["normal"])
-    ap.add_argument("--calls", type=int, nargs="+", default=[32, 35, 38, 41])
+    ap.add_argument("--moduli", type=int, nargs="+", default=[20, 21, 22])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--profile", action="store_true",
                     help="only profile one certified product with cProfile (run with CUDA_LAUNCH_BLOCKING=1)")
@@ -68,7 +80,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.profile:
         return profile(a.n, a.families[0])
-    rows = [r for f in a.families for r in run(a.n, f, a.calls, a.repeats)]
+    rows = [r for f in a.families for r in run(a.n, f, a.moduli, a.repeats)]
     common.write_json(a.out, {"meta": common.meta(), "rows": rows})
 
 

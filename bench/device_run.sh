@@ -36,11 +36,14 @@
 #   fftfix    GPU tests of the FFT, prepared, dask and linalg changes; the FFT issue's table after the
 #             GEMM-tile, constants-cache and zero-sign fixes, 512^3 under the direct plan and on the fused
 #             path, linalg at 16384, fftn 1024^3 (row blocks)
+#   certify   certified mode's one-pass test (certify.cu) and per-entry exact recomputation (exact_entries):
+#             their GPU tests and every GPU backend test, certified at 20..22 moduli at n = 16384 on N(0,1)
+#             and phi = 1, 3, 6 beside accurate and cuBLAS, the test and the recomputation timed alone
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -125,6 +128,16 @@ elif [ "$profile" = last ]; then     # the FFT's zero signs on the device, certi
     stage fft_profile 60 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.fft --profile 256
     stage gemm49k 100 python3 -m bench.gemm --sizes 49152 --families normal --no-emulated --samples 2 \
         --repeats 1 --modes accurate --out "$W/gemm49k.json"
+elif [ "$profile" = certify ]; then  # certified mode's kernels: tests first, then its time at 16384
+    stage gpu_certify 150 python3 -m pytest -q --durations=5 -m gpu tests/backends/test_cupy_backend.py \
+        tests/backends/test_cupy_float32.py -k "certif or exact_entries" -p no:cacheprovider \
+        --junitxml="$W/gpu_certify.xml"
+    stage gpu_backends 240 python3 -m pytest -q --durations=5 -m gpu tests/backends/test_cupy_backend.py \
+        tests/backends/test_cupy_float32.py tests/test_api.py -k "not certif and not exact_entries" \
+        -p no:cacheprovider --junitxml="$W/gpu_backends.xml" &
+    stage certified 240 python3 -m bench.certified --n 16384 --families normal phi1 phi3 phi6 --moduli 20 21 22 \
+        --repeats 3 --out "$W/certified.json"
+    wait
 elif [ "$profile" = mends ]; then     # the changes after bdcaf40, then every GPU test
     stage gpu_mends 150 python3 -m pytest -q --durations=6 -m gpu tests/linalg/test_gpu.py tests/fft/test_fft_gpu.py \
         -p no:cacheprovider --junitxml="$W/gpu_mends.xml"
@@ -249,7 +262,8 @@ echo "== stages =="; cat "$W/stages.txt"
 echo "== GPU tests =="; for f in "$W"/gpu_*.txt; do echo "$(basename $f):"; grep -E "passed|failed|Error|assert" "$f" | tail -12; done
 echo "== durations =="; grep -h -A10 "slowest" "$W"/gpu_*.txt | head -24
 [ -f "$W/crossover.txt" ] && { echo "== fused vs cuBLAS path =="; grep -E "^(stack|square|skinny|complex|best)" "$W/crossover.txt"; }
-for f in linalg linalg_32k dask certified; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -15 "$W/$f.txt"; }; done
+for f in linalg linalg_32k dask; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -15 "$W/$f.txt"; }; done
+[ -f "$W/certified.txt" ] && { echo "== certified =="; tail -48 "$W/certified.txt"; }
 [ -f "$W/steps.txt" ] && { echo "== time split =="; cat "$W/steps.txt"; }
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }

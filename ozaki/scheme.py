@@ -42,6 +42,7 @@ the GPU backend also ``fused_product`` (gemm and epilogue in one kernel) and
 """
 
 import contextlib
+import functools
 import threading
 from dataclasses import dataclass
 
@@ -575,57 +576,42 @@ def _abs_sum_ceilings(xp, X):
     return c.sum(axis=1).astype(xp.float64), e
 
 
-def error_bounds(xp, A_rows, Bt_rows, plan, batch, outer=True):
-    """Delta (batch, m, n) float64 with |A B - C' 2**(beta_i + beta_j)| <= Delta per entry.
+def bound_side(xp, X_rows, beta, nearest):
+    """What the per-entry error bound needs of each of the rows a plan scaled (of A, or
+    of B^T; complex: [re | im] side by side): (S, e, b, exact) with sum |x| <= S 2**-e
+    (_abs_sum_ceilings), b = beta - h the exponent of the digits' error bound
+    (h = 1 for digits rounded to nearest, else 0) and ``exact`` where the digits have
+    no error (an all-zero row, or beta <= -1074, where the digits hold every bit)."""
+    S, e = _abs_sum_ceilings(xp, X_rows)
+    exact = (S == 0) | (beta <= -1074)
+    return S, e.astype(xp.int64), (beta - (1 if nearest else 0)).astype(xp.int64), exact
 
-    ``A_rows`` (batch*m, K), ``Bt_rows`` (batch*n, K): the rows the plan scaled
-    (complex: [re | im] side by side, K = 2k).  A digit misses its entry by
-    |da| <= 2**(beta_i - h) (h = 1 for digits rounded to nearest, else 0; none
-    when beta_i <= -1074, where the digit holds every bit), so each term obeys
+
+def error_bounds(xp, side_a, side_b, K):
+    """Delta float64 with |A B - C' 2**(beta_i + beta_j)| <= Delta per entry.
+
+    ``side_a``, ``side_b``: bound_side of A's rows and of B^T's, shaped to broadcast
+    against the output (for instance (batch, m, 1) and (batch, 1, n)); K the terms
+    per entry.  A digit misses its entry by |da| <= 2**b_i, so each term obeys
     |ab - a'b'| <= |a||db| + |da||b| + |da||db|, and the entry's error
-        Delta = 2**(beta_j - h) sum|a_i:| + 2**(beta_i - h) sum|b_:j| + K 2**(beta_i + beta_j - 2h).
-    The terms are outer products: Delta = u_i v_j + w_i (z_j + K v_j) with
-    u = 2**-ea sum|a|, z = 2**-eb sum|b| (integer-ceiling sums at scales 2**e) and
-    the powers w = 2**(beta_i - h), v = 2**(beta_j - h) (0 where the digits are
-    exact).  When every factor is finite and u, z, z + K v are normal (or 0),
-    each factor is exact but for the rounding of z + K v, so two products and a
-    sum per entry give Delta; otherwise each term is one ldexp of its integer
-    sum at the combined exponent (several passes over the m n entries).  The few
-    roundings (the int64 -> float64 conversion, z + K v, subnormal results, the
-    sums) are covered by the factor 1 + 2**-48 and 2**-1071.  ``outer=False``
-    takes the ldexp form always (for the tests of both forms).
+        Delta = 2**b_j sum|a_i:| + 2**b_i sum|b_:j| + K 2**(b_i + b_j),
+    each term one ldexp of its integer-ceiling sum at the combined exponent (clipped
+    to +-2200: past the range either way).  The few roundings (the int64 -> float64
+    sums, the additions, subnormal results) are covered by the factor 1 + 2**-48
+    and 2**-1071.  Evaluated in this order, an operation at a time (no fma), as
+    kernels/certify.cuh does on the GPU: the bound decides which entries are
+    recomputed, so both backends must form the same float64 values.
     """
-    Sa, ea = _abs_sum_ceilings(xp, A_rows)
-    Sb, eb = _abs_sum_ceilings(xp, Bt_rows)
-    h = 1 if plan.nearest else 0
-    m, n = A_rows.shape[0] // batch, Bt_rows.shape[0] // batch
-    exact_a = (Sa == 0) | (plan.beta_a <= -1074)           # digits without error
-    exact_b = (Sb == 0) | (plan.beta_b <= -1074)
-    ba, bb = (plan.beta_a - h).reshape(batch, m, 1), (plan.beta_b - h).reshape(batch, 1, n)
-    Sa, ea, exact_a = Sa.reshape(batch, m, 1), ea.reshape(batch, m, 1), exact_a.reshape(batch, m, 1)
-    Sb, eb, exact_b = Sb.reshape(batch, 1, n), eb.reshape(batch, 1, n), exact_b.reshape(batch, 1, n)
+    Sa, ea, ba, exact_a = side_a
+    Sb, eb, bb, exact_b = side_b
 
     def scaled(x, exponent):
         return xp.ldexp(x, xp.clip(exponent, -2200, 2200).astype(xp.int32))
 
-    K = float(A_rows.shape[1])
-    with np.errstate(over="ignore", under="ignore"):
-        u, z = scaled(Sa, -ea), scaled(Sb, -eb)
-        w = xp.where(exact_a, 0.0, scaled(xp.ones_like(Sa), ba))
-        v = xp.where(exact_b, 0.0, scaled(xp.ones_like(Sb), bb))
-        zv = z + K * v
-    tiny = 2.0 ** -1022
-
-    def normal(x):
-        return xp.all(xp.isfinite(x) & ((x == 0) | (x >= tiny)))
-
-    if outer and bool(normal(u) & normal(z) & normal(zv) & xp.all(xp.isfinite(w)) & xp.all(xp.isfinite(v))):
-        with np.errstate(over="ignore", under="ignore"):    # an infinite bound: recomputed
-            return (u * v + w * zv) * (1.0 + 2.0 ** -48) + 2.0 ** -1071
-    with np.errstate(over="ignore"):                        # an infinite bound: recomputed
+    with np.errstate(over="ignore", under="ignore"):        # an infinite bound: recomputed
         t1 = xp.where(exact_b, 0.0, scaled(Sa, bb - ea))
         t2 = xp.where(exact_a, 0.0, scaled(Sb, ba - eb))
-        t3 = xp.where(exact_a | exact_b, 0.0, scaled(xp.full((1, 1, 1), K), ba + bb))
+        t3 = xp.where(exact_a | exact_b, 0.0, scaled(xp.full((1,) * xp.ndim(Sa), float(K)), ba + bb))
         return (t1 + t2 + t3) * (1.0 + 2.0 ** -48) + 2.0 ** -1071
 
 
@@ -656,7 +642,8 @@ def certified_entries(backend, C, delta, ieee):
         return ieee | (finite & (2.0 * delta < gap))
 
 
-# Failing entries are recomputed in exact mode by blocks: runs of R failing rows,
+# Without the backend's exact_entries (the CPU), or where the exact dot's window
+# is too wide, failing entries are recomputed in exact mode by blocks: runs of R failing rows,
 # each with the columns that fail in it.  Scattered failures (a fraction f of
 # the entries) cost about R n f columns per block, so small R recomputes less,
 # but every block is a call of fixed cost, counted as this many multiply-adds
@@ -664,17 +651,26 @@ def certified_entries(backend, C, delta, ieee):
 CERTIFY_CALL = 2 ** 35
 CERTIFY_ROWS = (4096, 1024, 256, 64, 16)
 # What the last certified product did: entries (of the output), failing (not
-# certified), recomputed (entries in the recomputed blocks), blocks; for benchmarks
+# certified), recomputed (entries recomputed: the failing ones one by one, or
+# those of the blocks), blocks; for benchmarks
 # (reset by each certified matmul_stack; one process-wide record, not per thread).
 certify_counts = {"entries": 0, "failing": 0, "recomputed": 0, "blocks": 0}
 
 
+# An exact dot product's term (kernels/exact_dot.cu's exact_entries, one failing
+# entry at a time) costs about this many multiply-adds of an exact-mode block
+# (H200: exact dot ~8e10 terms/s, exact mode ~1.8e13 multiply-adds/s at 16384);
+# the failing entries go one by one when that is the cheaper.
+CERTIFY_ENTRY = 256
+
+
 def _recompute_blocks(xp, bad, k):
-    """(rows, cols) index pairs covering the True entries of ``bad`` (m, n): runs of R
-    failing rows with the columns failing in each, R the cheapest by CERTIFY_CALL."""
+    """(cost, blocks) of covering the True entries of ``bad`` (m, n) by blocks: (rows,
+    cols) index pairs, runs of R failing rows with the columns failing in each, R the
+    cheapest by CERTIFY_CALL; cost in multiply-adds (CERTIFY_CALL a block)."""
     rows = xp.flatnonzero(bad.any(axis=1))
     if rows.size == 0:
-        return []
+        return 0, []
     failing_rows = bad[rows]
     best = None
     for R in sorted({min(R, rows.size) for R in CERTIFY_ROWS}):
@@ -684,28 +680,64 @@ def _recompute_blocks(xp, bad, k):
         cost = nb * CERTIFY_CALL + R * int(cols.sum()) * k             # a host sync per R
         if best is None or cost < best[0]:
             best = (cost, R)
-    R = best[1]
-    return [(rows[i:i + R], xp.flatnonzero(failing_rows[i:i + R].any(axis=0))) for i in range(0, rows.size, R)]
+    cost, R = best
+    return cost, [(rows[i:i + R], xp.flatnonzero(failing_rows[i:i + R].any(axis=0))) for i in range(0, rows.size, R)]
 
 
-def _certify(backend, A, B, C, A_rows, Bt_rows, plan, batch, recompute):
-    """Keep the entries of the parts C (batch, m, n) that certified_entries proves
-    faithful; recompute the rest with ``recompute(A_sub, B_sub)`` (exact mode) on
-    the blocks of _recompute_blocks, matrix by matrix."""
+def uncertified(backend, C, side_a, side_b, ieee_a, ieee_b, K):
+    """The entries of the parts C (batch, m, n) that certified_entries does not prove
+    faithful under the bound of the sides (bound_side of the rows of A and of B^T,
+    batch m and batch n long; ieee_*: their rows' NaN/inf flags): (bad (batch, m,
+    n) bool, failing entries per matrix as host ints).  Backends with their own
+    ``uncertified`` (the GPU: one kernel pass, kernels/certify.cu) give the same."""
     xp = backend.xp
-    m, n = C[0].shape[1:]
-    delta = error_bounds(xp, A_rows, Bt_rows, plan, batch)
-    fa, fb = plan.flags
-    ieee = ((fa & 1).reshape(batch, m, 1) != 0) | ((fb & 1).reshape(batch, 1, n) != 0)
+    batch, m, n = C[0].shape
+    side_a = [x.reshape(batch, m, 1) for x in side_a]
+    side_b = [x.reshape(batch, 1, n) for x in side_b]
+    delta = error_bounds(xp, side_a, side_b, K)
+    ieee = ieee_a.reshape(batch, m, 1) | ieee_b.reshape(batch, 1, n)
     bad = ~certified_entries(backend, C[0], delta, ieee)
     for c in C[1:]:
         bad |= ~certified_entries(backend, c, delta, ieee)
     # rows first, then matrices: one reduction over a whole matrix's m n entries per
     # output ran in one block (193 ms of a certified 16384^2 product on the H200)
-    per_matrix = bad.sum(axis=2).sum(axis=1).tolist()      # the host sync
+    return bad, [int(v) for v in bad.sum(axis=2).sum(axis=1).tolist()]      # the host sync
+
+
+def _certify(backend, A, B, C, A_rows, Bt_rows, plan, batch, recompute):
+    """Keep the entries of the parts C (batch, m, n) that certified_entries proves
+    faithful; recompute the rest exactly: each failing entry by the backend's
+    ``exact_entries`` where it has one and that costs less (CERTIFY_ENTRY; an exact
+    dot product per entry, read in place), else (or where its window is too wide)
+    with ``recompute(A_sub, B_sub)`` (exact mode) on the blocks of _recompute_blocks,
+    matrix by matrix.  Both give the correctly rounded exact entry, so the bits are
+    the same either way."""
+    xp = backend.xp
+    m, n = C[0].shape[1:]
+    K = A_rows.shape[1]
+    sides = (bound_side(xp, A_rows, plan.beta_a, plan.nearest), bound_side(xp, Bt_rows, plan.beta_b, plan.nearest))
+    ieee = tuple((f & 1) != 0 for f in plan.flags)
+    find = getattr(backend, "uncertified", None) or functools.partial(uncertified, backend)
+    bad, per_matrix = find(C, *sides, *ieee, K)
     counts = {"entries": batch * m * n, "failing": sum(per_matrix), "recomputed": 0, "blocks": 0}
-    for g in (g for g, count in enumerate(per_matrix) if count):
-        for rows, cols in _recompute_blocks(xp, bad[g], A.shape[2]):
+    blocks = {g: _recompute_blocks(xp, bad[g], A.shape[2]) for g, count in enumerate(per_matrix) if count}
+    one_by_one = counts["failing"] * K * CERTIFY_ENTRY <= sum(cost for cost, _ in blocks.values())
+    if counts["failing"] and one_by_one and hasattr(backend, "exact_entries"):
+        flat = bad.reshape(batch * m, n)
+        rows = xp.flatnonzero(flat.any(axis=1))            # of the stack's batch m rows
+        r, cols = xp.nonzero(flat[rows])
+        rows = rows[r]
+        cols = rows // m * n + cols                        # of the stack's batch n columns
+        values = backend.exact_entries(A_rows, Bt_rows, rows, cols, len(C), C[0].dtype,
+                                       not getattr(_zero_signs, "elsewhere", False))
+        if values is not None:
+            at = (rows // m, rows % m, cols % n)           # in the (batch, m, n) parts
+            for c, v in zip(C, values):
+                c[at] = v
+            counts["recomputed"] = counts["failing"]
+            blocks = {}
+    for g, (_, runs) in blocks.items():
+        for rows, cols in runs:
             sub = recompute(A[g][rows][None], B[g][:, cols][None])[0]
             at = xp.ix_(rows, cols)
             keep = bad[g][at]

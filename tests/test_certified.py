@@ -88,16 +88,22 @@ def test_stacks_are_certified_per_matrix(rng):
         all_faithful(C[g], A[g], B[g])
 
 
-@pytest.mark.parametrize("outer", [True, False])
+def bounds(A, Bt, plan):
+    """scheme.error_bounds of a 2-D product under ``plan``, (m, n)."""
+    sa = scheme.bound_side(np, A, plan.beta_a, plan.nearest)
+    sb = scheme.bound_side(np, Bt, plan.beta_b, plan.nearest)
+    return scheme.error_bounds(np, [x[:, None] for x in sa], [x[None, :] for x in sb], A.shape[1])
+
+
 @pytest.mark.parametrize("nearest_mode,spread", [("accurate", 5), ("accurate", 200), ("fast", 30),
                                                  ("accurate", 1000)])
-def test_error_bound_holds(rng, nearest_mode, spread, outer):
+def test_error_bound_holds(rng, nearest_mode, spread):
     """|A B - A'B' 2**(beta_i + beta_j)| <= Delta exactly (Python ints and Fractions), on a plan
-    with few moduli so that the truncation is large; both forms of error_bounds."""
+    with few moduli so that the truncation is large."""
     A, B = inputs.wide(rng, (9, 33), spread), inputs.wide(rng, (33, 6), spread)
     Bt = np.ascontiguousarray(B.T)
     plan = scheme.make_plan(np, A, Bt, nearest_mode, 8, numpy_backend)
-    delta = scheme.error_bounds(np, A, Bt, plan, 1, outer)[0]
+    delta = bounds(A, Bt, plan)
     Ai = reference.scaled_integers(A, plan.beta_a, axis=1, nearest=plan.nearest)
     Bi = reference.scaled_integers(B, plan.beta_b, axis=0, nearest=plan.nearest)
     for i in range(9):
@@ -115,8 +121,8 @@ def test_bound_is_backend_order_free(rng):
     p = rng.permutation(50)
     Bt = np.ascontiguousarray(B.T)
     plan = scheme.make_plan(np, A, Bt, "accurate", 12, numpy_backend)
-    d1 = scheme.error_bounds(np, A, Bt, plan, 1)
-    d2 = scheme.error_bounds(np, np.ascontiguousarray(A[:, p]), np.ascontiguousarray(Bt[:, p]), plan, 1)
+    d1 = bounds(A, Bt, plan)
+    d2 = bounds(np.ascontiguousarray(A[:, p]), np.ascontiguousarray(Bt[:, p]), plan)
     assert np.array_equal(d1, d2)
 
 
@@ -158,7 +164,7 @@ def test_recompute_blocks_cover_the_failures(rng):
         old = scheme.CERTIFY_CALL, scheme.CERTIFY_ROWS
         scheme.CERTIFY_CALL, scheme.CERTIFY_ROWS = call, (1, 300)
         try:
-            blocks = scheme._recompute_blocks(np, bad, 100)
+            _, blocks = scheme._recompute_blocks(np, bad, 100)
         finally:
             scheme.CERTIFY_CALL, scheme.CERTIFY_ROWS = old
         covered = np.zeros_like(bad)
@@ -194,31 +200,49 @@ def test_gaps_are_nextafters(rng, dtype):
     assert np.array_equal(scheme.gaps(np, a.astype(np.float64), fi), want)
 
 
-class _CountingNumpy:
-    """numpy, counting the ldexp calls whose result has a matrix's m n entries."""
-    def __init__(self):
-        self.full_ldexp = 0
+def exact_entries_from_fractions(A_rows, Bt_rows, rows, cols, parts, out_dtype, zero_signs=True):
+    """A backend's exact_entries (kernels/exact_dot.cu's contract) from the Fraction
+    reference: part 1 of complex rows [re | im] negates the imaginary terms, part 2
+    pairs each half with the other half of B^T's row."""
+    half = A_rows.shape[1] // 2
+    values = []
+    for part in ((0,) if parts == 1 else (1, 2)):
+        out = []
+        for r, c in zip(np.asarray(rows).tolist(), np.asarray(cols).tolist()):
+            a, b = A_rows[r], Bt_rows[c]
+            if part == 1:
+                a = np.concatenate([a[:half], -a[half:]])
+            elif part == 2:
+                b = np.concatenate([b[half:], b[:half]])
+            v = reference.exact_dot(a, b, out_dtype)
+            out.append(v if zero_signs or v != 0 else 0.0)
+        values.append(np.array(out, dtype=out_dtype))
+    return values
 
-    def __getattr__(self, name):
-        return getattr(np, name)
 
-    def ldexp(self, x, e):
-        r = np.ldexp(x, e)
-        self.full_ldexp += r.ndim == 3 and r.shape[1] > 1 and r.shape[2] > 1
-        return r
-
-
-@pytest.mark.parametrize("spread", [0, 60])
-def test_error_bound_forms_agree_on_tame_data(rng, spread):
-    """On data of moderate range the outer-product form is taken (no ldexp over the m n
-    entries) and is within a few ulps of the ldexp form (both are bounds; the outer one
-    rounds z + K v once more)."""
-    A, B = inputs.wide(rng, (20, 300), spread), inputs.wide(rng, (300, 15), spread)
-    Bt = np.ascontiguousarray(B.T)
-    plan = scheme.make_plan(np, A, Bt, "accurate", 12, numpy_backend)
-    counting = _CountingNumpy()
-    outer = scheme.error_bounds(counting, A, Bt, plan, 1)
-    assert counting.full_ldexp == 0
-    ldexp = scheme.error_bounds(counting, A, Bt, plan, 1, outer=False)
-    assert counting.full_ldexp == 3
-    assert np.all(np.abs(outer - ldexp) <= 4 * np.spacing(ldexp))
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.float32])
+def test_failing_entries_recomputed_one_by_one(rng, monkeypatch, dtype):
+    """A backend with exact_entries recomputes each failing entry alone: the same bits as
+    the exact-mode blocks (both the correctly rounded entry, signed zeros included) on a
+    stack of wide-range matrices with zero rows and columns; every entry faithful."""
+    spread = 40 if dtype == np.float32 else 300          # float32: within its range
+    A, B = inputs.wide(rng, (3, 9, 40), spread), inputs.wide(rng, (3, 40, 7), spread)
+    if dtype == np.complex128:
+        A = A + 1j * inputs.wide(rng, A.shape, spread)
+        B = B - 1j * inputs.wide(rng, B.shape, spread)
+    A[0, 2] = -0.0
+    B[1, :, 3] = 0.0
+    A, B = A.astype(dtype), B.astype(dtype)
+    blocks = ozaki.matmul(A, B, mode="certified")
+    assert scheme.certify_counts["blocks"] > 0
+    monkeypatch.setattr(numpy_backend, "exact_entries", exact_entries_from_fractions, raising=False)
+    one_by_one = ozaki.matmul(A, B, mode="certified")
+    counts = scheme.certify_counts
+    assert counts["blocks"] == 0 and 0 < counts["failing"] == counts["recomputed"]
+    assert blocks.tobytes() == one_by_one.tobytes()
+    real = np.float32 if dtype == np.float32 else np.float64
+    for g in range(3):
+        products = reference.complex_as_real(A[g], B[g]) if dtype == np.complex128 else [(A[g], B[g])]
+        for part, (x, y) in enumerate(products):
+            c = one_by_one[g].imag if part else one_by_one[g].real
+            assert all(reference.is_faithful(c[i, j], x[i], y[:, j], real) for i in range(9) for j in range(7))

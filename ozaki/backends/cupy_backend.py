@@ -909,3 +909,64 @@ def exact_residual(a, xs, b, a_figures=None):
                                                out), shared_mem=shared)
         r[:, c] = out
     return r
+
+
+# ------------------------------------------------------------- certified mode --
+
+def uncertified(C, side_a, side_b, ieee_a, ieee_b, K):
+    """As scheme.uncertified, in one pass over the parts (kernels/certify.cu): the
+    bound, the gaps and the test per entry in registers, the failing entries
+    counted per matrix by the kernel (one small transfer)."""
+    parts = [cupy.ascontiguousarray(c) for c in C]
+    batch, rows, cols = parts[0].shape
+    bad = cupy.empty(parts[0].shape, dtype=cupy.bool_)
+    failing = cupy.zeros(batch, dtype=cupy.int32)
+    count = batch * rows * cols
+    if count:
+        kern = _kernel("certify.cu", "uncertified", (("OUT_T", _OUT_T[np.dtype(parts[0].dtype)]),), _device())
+        sides = []
+        for (S, e, beta, exact), ieee in ((side_a, ieee_a), (side_b, ieee_b)):
+            sides += [cupy.ascontiguousarray(S, dtype=cupy.float64), cupy.ascontiguousarray(e, dtype=cupy.int64),
+                      cupy.ascontiguousarray(beta, dtype=cupy.int64), cupy.ascontiguousarray(exact, dtype=cupy.bool_),
+                      cupy.ascontiguousarray(ieee, dtype=cupy.bool_)]
+        kern(*_grid(count), (parts[0], parts[-1], np.int32(len(parts)), np.int64(rows), np.int64(cols),
+                             np.int64(count), *sides, np.float64(K), bad, failing))
+    return bad, [int(v) for v in failing.get()]
+
+
+def exact_entries(A_rows, Bt_rows, rows, cols, parts, out_dtype, zero_signs=True):
+    """The exact entries RN(A_rows[rows[e]] . Bt_rows[cols[e]]) of a product, each
+    rounded once to ``out_dtype``, by kernels/exact_dot.cu (an exact dot product per
+    entry, a warp each, the rows read in place): [values] real, or for complex rows
+    ([re | im], parts 2) [real parts, imaginary parts].  ``zero_signs``: exact zeros
+    -0 where every term is -0 (else +0).  None where a row involved is not finite or
+    the fixed-point window needs more than crt.kulisch.EXACT_DOT_DIGITS limbs (the
+    caller then recomputes otherwise).  One host synchronization (the window)."""
+    from ..crt import kulisch
+    count = int(rows.size)
+    K = A_rows.shape[1]
+    if count == 0:
+        return [cupy.empty(0, dtype=out_dtype) for _ in range(parts)]
+    A_rows, Bt_rows = cupy.ascontiguousarray(A_rows), cupy.ascontiguousarray(Bt_rows)
+    rows, cols = cupy.ascontiguousarray(rows, dtype=cupy.int64), cupy.ascontiguousarray(cols, dtype=cupy.int64)
+    la, ta, fa, lb, tb, fb = exponent_figures(A_rows[cupy.unique(rows)], Bt_rows[cupy.unique(cols)])
+    if not (fa and fb):
+        return None
+    none = numpy_backend.NO_EXPONENT
+    products = la != none and lb != none
+    window = kulisch.exact_dot_window(la + lb if products else None, None, ta + tb, 0, K)
+    if window is None:
+        return None
+    base, digits = window
+    shared = EXACT_DOT_WARPS * digits * 32 * 8
+    kern = _kernel("exact_dot.cu", "exact_entries", (("DIGITS", digits), ("WARPS", EXACT_DOT_WARPS),
+                                                     ("OUT_T", _OUT_T[np.dtype(out_dtype)])), _device(), None, shared)
+    blocks = (int(min(-(-count // EXACT_DOT_WARPS), 65535 * 8)),)
+    values = []
+    for part in ((0,) if parts == 1 else (1, 2)):
+        out = cupy.empty(count, dtype=out_dtype)
+        kern(blocks, (EXACT_DOT_WARPS * 32,), (A_rows, Bt_rows, np.int64(K), np.int64(K // 2), rows, cols,
+                                               np.int64(count), np.int32(part), np.int64(base),
+                                               np.int32(bool(zero_signs)), out), shared_mem=shared)
+        values.append(out)
+    return values

@@ -370,6 +370,88 @@ def test_certified_same_bits(rng, spread):
     assert np.array_equal(cpu.view(np.int64), gpu.view(np.int64))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("parts", [1, 2])
+def test_uncertified_kernel_same_as_numpy(rng, dtype, parts):
+    """kernels/certify.cu marks and counts the entries scheme.uncertified does (numpy), on
+    a stack with factors over the whole range, results with zeros, subnormals, binade
+    edges and overflow, and NaN/inf rows and columns."""
+    import cupy
+    from ozaki import scheme
+    from ozaki.backends import cupy_backend, numpy_backend
+    batch, m, n = 3, 50, 40
+    C = [inputs.wide(rng, (batch, m, n), 400 if dtype == np.float64 else 60).astype(dtype) for _ in range(parts)]
+    C[0][0, 1, :5] = [0.0, -0.0, np.inf, 1.0, 2.0]
+
+    def side(rows):
+        S = np.where(rng.random(rows) < 0.1, 0.0, np.ldexp(rng.random(rows) + 0.5, rng.integers(0, 62, rows)))
+        beta = rng.integers(-1150, 300, rows)
+        return (S, rng.integers(-1000, 1000, rows), beta, (S == 0) | (beta <= -1074)), rng.random(rows) < 0.05
+
+    (side_a, ieee_a), (side_b, ieee_b) = side(batch * m), side(batch * n)
+    K = 12345.0
+    bad, counts = scheme.uncertified(numpy_backend, C, side_a, side_b, ieee_a, ieee_b, K)
+    dev = lambda x: [cupy.asarray(v) for v in x]
+    gbad, gcounts = cupy_backend.uncertified(dev(C), dev(side_a), dev(side_b), cupy.asarray(ieee_a),
+                                             cupy.asarray(ieee_b), K)
+    assert np.array_equal(cupy.asnumpy(gbad), bad)
+    assert gcounts == counts and 0 < sum(counts) < batch * m * n
+
+
+@pytest.mark.parametrize("out_dtype", [np.float64, np.float32])
+def test_exact_entries_against_fractions(rng, out_dtype):
+    """kernels/exact_dot.cu's exact_entries: each entry the correctly rounded exact dot
+    product (Fractions), real and complex parts, wide ranges with cancellation, -0 only
+    where every term is -0; None when the window is too wide."""
+    import cupy
+    from ozaki.backends import cupy_backend
+    K = 150
+    spread = 300 if out_dtype == np.float64 else 40
+    A, Bt = inputs.wide(rng, (30, K), spread), inputs.wide(rng, (20, K), spread)
+    A[3] = -0.0
+    A[4, ::2] = 0.0
+    Bt[5, 1::2] = -0.0
+    A[6] = np.concatenate([Bt[7, :K // 2], -Bt[7, :K // 2]])        # cancels against row 7 of B^T
+    Bt[7, K // 2:] = Bt[7, :K // 2]
+    rows = rng.integers(0, 30, 500)
+    cols = rng.integers(0, 20, 500)
+    rows[:4], cols[:4] = [3, 4, 6, 0], [5, 5, 7, 5]
+    for parts in (1, 2):
+        got = cupy_backend.exact_entries(cupy.asarray(A), cupy.asarray(Bt), cupy.asarray(rows), cupy.asarray(cols),
+                                         parts, out_dtype)
+        assert got is not None
+        half = K // 2
+        for part, values in zip((0,) if parts == 1 else (1, 2), got):
+            values = cupy.asnumpy(values)
+            for e in range(len(rows)):
+                a, b = A[rows[e]], Bt[cols[e]]
+                if part == 1:
+                    a = np.concatenate([a[:half], -a[half:]])
+                elif part == 2:
+                    b = np.concatenate([b[half:], b[:half]])
+                want = np.array(reference.exact_dot(a, b, out_dtype), dtype=out_dtype)
+                assert values[e].tobytes() == want.tobytes(), (part, e)
+    wide = A.copy()
+    wide[0, 0], wide[0, 1] = 1e300, 1e-300
+    assert cupy_backend.exact_entries(cupy.asarray(wide), cupy.asarray(Bt), cupy.asarray(rows[:1] * 0),
+                                      cupy.asarray(cols[:1]), 1, np.float64) is None
+
+
+@pytest.mark.parametrize("spread", [0, 300])
+def test_certified_recomputes_entries_one_by_one(rng, spread):
+    """On the GPU the failing entries go through exact_entries (no exact-mode blocks) and
+    the bits equal the CPU's, which recomputes them by blocks."""
+    from ozaki import scheme
+    A, B = inputs.wide(rng, (2, 60, 200), spread), inputs.wide(rng, (2, 200, 50), spread)
+    cpu = ozaki.matmul(A, B, mode="certified", num_moduli=12)
+    assert scheme.certify_counts["blocks"] > 0
+    import cupy
+    gpu = cupy.asnumpy(ozaki.matmul(cupy.asarray(A), cupy.asarray(B), mode="certified", num_moduli=12))
+    counts = scheme.certify_counts
+    assert counts["blocks"] == 0 and 0 < counts["failing"] == counts["recomputed"]
+    assert same_bits(cpu, gpu)
+
+
 def test_row_bits_same_as_numpy(rng):
     """Exact mode's per-row bit ranges (two reductions on the GPU) against numpy's: the whole
     exponent range, subnormals, signed zeros, NaN and inf (read as zero), rows of zeros and
