@@ -39,11 +39,14 @@
 #   certify   certified mode's one-pass test (certify.cu) and per-entry exact recomputation (exact_entries):
 #             their GPU tests and every GPU backend test, certified at 20..22 moduli at n = 16384 on N(0,1)
 #             and phi = 1, 3, 6 beside accurate and cuBLAS, the test and the recomputation timed alone
+#   probe     where small products, GEMMs up to 16384 and FFTs spend their time: GPU time per kernel
+#             against the wall time of a call, the host's cProfile; a CUDA-graph replay of small
+#             products (bench.graph_probe); certified's cProfile and its time at 16384 (as certify)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -128,6 +131,16 @@ elif [ "$profile" = last ]; then     # the FFT's zero signs on the device, certi
     stage fft_profile 60 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.fft --profile 256
     stage gemm49k 100 python3 -m bench.gemm --sizes 49152 --families normal --no-emulated --samples 2 \
         --repeats 1 --modes accurate --out "$W/gemm49k.json"
+elif [ "$profile" = probe ]; then    # host against GPU time, small to large; certified's time split
+    stage graph_probe 90 python3 -m bench.graph_probe
+    for c in "stack 4096x64" "stack 256x256" "matmul 512" "matmul 1024" "matmul 4096" "matmul 8192" \
+             "matmul 16384" "fft 65536" "fft 1048576" "batch 4096x1024" "fftn 256"; do
+        set -- $c
+        stage "kernels_$1_$2" 90 python3 -m bench.kernel_times $1 $2 --top 22 --cprofile 3
+    done
+    stage certified_profile 60 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.certified --profile
+    stage certified 200 python3 -m bench.certified --n 16384 --families normal phi1 phi3 phi6 --moduli 21 22 \
+        --repeats 3 --out "$W/certified.json"
 elif [ "$profile" = certify ]; then  # certified mode's kernels: tests first, then its time at 16384
     stage gpu_certify 150 python3 -m pytest -q --durations=5 -m gpu tests/backends/test_cupy_backend.py \
         tests/backends/test_cupy_float32.py -k "certif or exact_entries" -p no:cacheprovider \

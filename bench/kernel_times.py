@@ -5,9 +5,12 @@ records every kernel of the process, CuPy's and cuBLAS's included), as a table.
     python -m bench.kernel_times batch 4096x1024   # fft of 4096 complex rows of 1024 points
     python -m bench.kernel_times fft 1048576       # one complex 1-D transform
     python -m bench.kernel_times matmul 4096       # ozaki.matmul, N(0,1), default mode
+    python -m bench.kernel_times stack 4096x64     # ozaki.matmul of a stack of 4096 products 64^3
 
 Kernels of one name are summed; names are cut to 90 characters.  The call runs once
-before (compilation, plan constants) and once under the profiler.
+before (compilation, plan constants) and once under the profiler; then its wall time
+(CUDA events, median of 5 after warm-up) beside the kernels' sum says how much of a
+call the host's launches and synchronizations add.
 """
 
 import argparse
@@ -39,18 +42,21 @@ def kernel_times(call, synchronize):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["fftn", "batch", "fft", "matmul"])
+    ap.add_argument("what", choices=["fftn", "batch", "fft", "matmul", "stack"])
     ap.add_argument("n", help="the size (batch: BxN)")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--out", default=None, help="also write the rows as JSON here")
+    ap.add_argument("--cprofile", type=int, default=0, metavar="CALLS",
+                    help="then the host's time of CALLS calls under cProfile, the top functions by own time")
     a = ap.parse_args(argv)
     import cupy
     import ozaki
     import ozaki.fft
     rng = np.random.default_rng(5)
     shape = {"fftn": lambda s: (int(s),) * 3, "batch": lambda s: tuple(int(v) for v in s.lower().split("x")),
-             "fft": lambda s: (int(s),), "matmul": lambda s: (int(s), int(s))}[a.what](a.n)
-    if a.what == "matmul":
+             "fft": lambda s: (int(s),), "matmul": lambda s: (int(s), int(s)),
+             "stack": lambda s: (int(s.lower().split("x")[0]),) + (int(s.lower().split("x")[1]),) * 2}[a.what](a.n)
+    if a.what in ("matmul", "stack"):
         A, B = (cupy.asarray(rng.standard_normal(shape)) for _ in range(2))
         call = lambda: ozaki.matmul(A, B)                                 # noqa: E731
     else:
@@ -58,13 +64,21 @@ def main(argv=None):
         fn = ozaki.fft.fftn if a.what == "fftn" else ozaki.fft.fft
         call = lambda: fn(d)                                              # noqa: E731
     rows, total = kernel_times(call, cupy.cuda.Device().synchronize)
-    print(f"{a.what} {a.n}: {sum(r[1] for r in rows)} kernels, {total:.2f} ms of GPU time")
+    from . import common
+    wall, _ = common.time_gpu(call, warmup=1, repeats=5)
+    print(f"{a.what} {a.n}: {sum(r[1] for r in rows)} kernels, {total:.3f} ms of GPU time, {wall:.3f} ms a call")
     print(f"{'ms':>9} {'share':>6} {'calls':>6}  kernel")
     for name, calls, ms in rows[:a.top]:
         print(f"{ms:9.3f} {100 * ms / total:5.1f}% {calls:6d}  {name}")
+    if a.cprofile:
+        import cProfile
+        import pstats
+        prof = cProfile.Profile()
+        prof.runcall(lambda: [call() for _ in range(a.cprofile)] and cupy.cuda.Device().synchronize())
+        pstats.Stats(prof).sort_stats("tottime").print_stats(a.top)
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"what": a.what, "n": a.n, "total_ms": total,
+            json.dump({"what": a.what, "n": a.n, "total_ms": total, "wall_ms": wall,
                        "kernels": [{"name": n, "calls": c, "ms": ms} for n, c, ms in rows]}, f, indent=1)
 
 

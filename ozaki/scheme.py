@@ -560,29 +560,24 @@ def special_values(xp, A, B, C):
     return xp.where(nan | (plus & minus), xp.nan, C)
 
 
-def _abs_sum_ceilings(xp, X):
-    """Per row of X: (S, e) with sum |x| <= S 2**-e over the finite entries, S a float64.
-
-    Integer ceilings c = ceil(|x| 2**e) (1 for nonzero values that underflow),
-    e putting the row maximum below 2**bits, summed in int64: exact, so the
-    same on every backend whatever order the sum runs in (a float64 sum's
-    rounding would depend on it, and with it which entries are certified).
-    """
-    a = xp.where(xp.isfinite(X), xp.abs(X), 0.0)
-    bits = min(30, 62 - X.shape[1].bit_length())
-    e = bits - _frexp_exponent(xp, a.max(axis=1))
-    c = xp.ceil(xp.ldexp(a, xp.clip(e, -2200, 2200).astype(xp.int32)[:, None]))
-    c = xp.where(a > 0, xp.maximum(c, 1.0), 0.0).astype(xp.int64)
-    return c.sum(axis=1).astype(xp.float64), e
-
-
-def bound_side(xp, X_rows, beta, nearest):
+def bound_side(backend, X_rows, beta, nearest):
     """What the per-entry error bound needs of each of the rows a plan scaled (of A, or
     of B^T; complex: [re | im] side by side): (S, e, b, exact) with sum |x| <= S 2**-e
-    (_abs_sum_ceilings), b = beta - h the exponent of the digits' error bound
+    over the finite entries, b = beta - h the exponent of the digits' error bound
     (h = 1 for digits rounded to nearest, else 0) and ``exact`` where the digits have
-    no error (an all-zero row, or beta <= -1074, where the digits hold every bit)."""
-    S, e = _abs_sum_ceilings(xp, X_rows)
+    no error (an all-zero row, or beta <= -1074, where the digits hold every bit).
+
+    S is the sum of scan_rows's integer ceilings c = ceil(|x| 2**e) (1 for nonzero
+    values that underflow), e putting the row maximum below 2**bits: an exact int64
+    sum, rounded once to float64, so the same on every backend whatever order the sum
+    runs in (a float64 sum's rounding would depend on it, and with it which entries
+    are certified); one pass over the rows (the GPU's scan: certified's ten array
+    passes over A and B^T took ~20 ms at n = 16384).
+    """
+    xp = backend.xp
+    bits = min(30, 62 - X_rows.shape[1].bit_length())
+    _, _, e, _, sums = backend.scan_rows(X_rows, bits, sum_ceilings=True)
+    S = sums.astype(xp.float64)
     exact = (S == 0) | (beta <= -1074)
     return S, e.astype(xp.int64), (beta - (1 if nearest else 0)).astype(xp.int64), exact
 
@@ -715,13 +710,20 @@ def _certify(backend, A, B, C, A_rows, Bt_rows, plan, batch, recompute):
     xp = backend.xp
     m, n = C[0].shape[1:]
     K = A_rows.shape[1]
-    sides = (bound_side(xp, A_rows, plan.beta_a, plan.nearest), bound_side(xp, Bt_rows, plan.beta_b, plan.nearest))
+    sides = tuple(bound_side(backend, X, beta, plan.nearest) for X, beta in ((A_rows, plan.beta_a), (Bt_rows, plan.beta_b)))
     ieee = tuple((f & 1) != 0 for f in plan.flags)
     find = getattr(backend, "uncertified", None) or functools.partial(uncertified, backend)
     bad, per_matrix = find(C, *sides, *ieee, K)
     counts = {"entries": batch * m * n, "failing": sum(per_matrix), "recomputed": 0, "blocks": 0}
-    blocks = {g: _recompute_blocks(xp, bad[g], A.shape[2]) for g, count in enumerate(per_matrix) if count}
-    one_by_one = counts["failing"] * K * CERTIFY_ENTRY <= sum(cost for cost, _ in blocks.values())
+    failing = [g for g, count in enumerate(per_matrix) if count]
+
+    def block_plans():
+        return {g: _recompute_blocks(xp, bad[g], A.shape[2]) for g in failing}
+    # every block costs at least a call: below that the blocks need not be planned (their
+    # plan scans the m n flags and syncs the host per R: ~5 ms at n = 16384)
+    entry_cost = counts["failing"] * K * CERTIFY_ENTRY
+    blocks = block_plans() if entry_cost > CERTIFY_CALL * len(failing) else None
+    one_by_one = blocks is None or entry_cost <= sum(cost for cost, _ in blocks.values())
     if counts["failing"] and one_by_one and hasattr(backend, "exact_entries"):
         flat = bad.reshape(batch * m, n)
         rows = xp.flatnonzero(flat.any(axis=1))            # of the stack's batch m rows
@@ -736,7 +738,7 @@ def _certify(backend, A, B, C, A_rows, Bt_rows, plan, batch, recompute):
                 c[at] = v
             counts["recomputed"] = counts["failing"]
             blocks = {}
-    for g, (_, runs) in blocks.items():
+    for g, (_, runs) in (block_plans() if blocks is None else blocks).items():
         for rows, cols in runs:
             sub = recompute(A[g][rows][None], B[g][:, cols][None])[0]
             at = xp.ix_(rows, cols)

@@ -90,8 +90,8 @@ def test_stacks_are_certified_per_matrix(rng):
 
 def bounds(A, Bt, plan):
     """scheme.error_bounds of a 2-D product under ``plan``, (m, n)."""
-    sa = scheme.bound_side(np, A, plan.beta_a, plan.nearest)
-    sb = scheme.bound_side(np, Bt, plan.beta_b, plan.nearest)
+    sa = scheme.bound_side(numpy_backend, A, plan.beta_a, plan.nearest)
+    sb = scheme.bound_side(numpy_backend, Bt, plan.beta_b, plan.nearest)
     return scheme.error_bounds(np, [x[:, None] for x in sa], [x[None, :] for x in sb], A.shape[1])
 
 
@@ -113,6 +113,20 @@ def test_error_bound_holds(rng, nearest_mode, spread):
                 * Fraction(2) ** (int(plan.beta_a[i]) + int(plan.beta_b[j]))
             d = float(delta[i, j])                    # inf (overflow): holds, and the entry is recomputed
             assert math.isinf(d) or abs(exact - scaled) <= Fraction(d), (i, j)
+
+
+@pytest.mark.parametrize("spread", [0, 300, 2000])
+def test_bound_side_sums_cover_the_rows(rng, spread):
+    """bound_side's S 2**-e >= sum |x| over each row's finite entries, exactly (Fractions),
+    on rows with subnormals, NaN/inf, zeros and a row of zeros."""
+    X = inputs.sprinkle_specials(rng, inputs.wide(rng, (12, 77), spread), 0.05)
+    X[3] = 0.0
+    X[4, :40] = 2.0 ** -1074
+    S, e, _, exact = scheme.bound_side(numpy_backend, X, np.zeros(12, dtype=np.int64), False)
+    for r in range(12):
+        total = sum(Fraction(abs(v)) for v in X[r].tolist() if math.isfinite(v))
+        assert total <= Fraction(float(S[r])) * Fraction(2) ** -int(e[r]), r
+        assert bool(exact[r]) == (total == 0), r
 
 
 def test_bound_is_backend_order_free(rng):

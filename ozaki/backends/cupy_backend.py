@@ -287,7 +287,7 @@ def flags_found(flags_a, flags_b, host=True):
 SHORT_ROW = 1024
 
 
-def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False):
+def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False):
     """As numpy_backend.scan_rows, one block (or, for short rows, one warp) per row
     (kernels/scan_rows.cu)."""
     rows, k = x.shape
@@ -296,10 +296,10 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False):
     flags = cupy.empty(rows, dtype=cupy.int8)
     e = cupy.empty(rows, dtype=cupy.int64) if ceil_bits else None
     c = cupy.empty((rows, kpad), dtype=cupy.int8) if hat else None
-    sumsq = cupy.empty(rows, dtype=cupy.int64) if sum_squares else None
+    sumsq = cupy.empty(rows, dtype=cupy.int64) if sum_squares or sum_ceilings else None
     row_threads = 32 if k <= SHORT_ROW else 256
     defines = (("CEIL_BITS", ceil_bits), ("ROW_THREADS", row_threads)) + ((("WRITE_HAT", 1),) if hat else ()) \
-        + ((("SUM_SQUARES", 1),) if sum_squares else ())
+        + ((("SUM_SQUARES", 1),) if sum_squares else ()) + ((("SUM_CEILINGS", 1),) if sum_ceilings else ())
     kern = _kernel("scan_rows.cu", "scan_rows", defines, _device())
     null = np.uint64(0)
     per_block = 256 // row_threads

@@ -82,13 +82,14 @@ def transposed(x):
     return np.ascontiguousarray(x.T)
 
 
-def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False):
+def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False):
     """One look at each row: max |x| over finite entries, flags, integer ceilings.
 
     Returns (amax, flags, e, hat, sumsq): flags bit 0 = the row has NaN/inf,
     bit 1 = it has a zero.  With ceil_bits > 0, e = ceil_bits - frexp_exponent(amax)
     and c = ceil(|x| 2**e) (1 for nonzero values that underflow, 0 for zeros and
-    non-finite); ``hat`` returns c as int8, ``sum_squares`` sum c**2 per row (int64).
+    non-finite); ``hat`` returns c as int8, ``sum_squares`` sum c**2 per row (int64),
+    ``sum_ceilings`` sum c instead (in sumsq's place; the certified bound's sum |x|).
     Integers and maxima only, so the GPU kernel (kernels/scan_rows.cu) matches exactly.
     """
     finite = np.isfinite(x)
@@ -99,9 +100,9 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False):
     if ceil_bits:
         e = ceil_bits - np.frexp(amax)[1].astype(np.int64)
         c = np.where(a != 0, np.maximum(np.ceil(np.ldexp(a, e[:, None].astype(np.int32))), 1), 0)
-        if sum_squares:
+        if sum_squares or sum_ceilings:
             ci = c.astype(np.int64)
-            sumsq = (ci * ci).sum(axis=1)
+            sumsq = (ci * ci if sum_squares else ci).sum(axis=1)
         c = c.astype(np.int8) if hat else None
     return amax, flags, e, c, sumsq
 

@@ -347,9 +347,11 @@ def test_scan_rows_kernel(rng, rows, k):
     from ozaki.backends import cupy_backend, numpy_backend
     x = inputs.sprinkle_specials(rng, inputs.wide(rng, (rows, k), 500), 0.02)
     x[0, : max(1, k // 3)] = 2.0 ** -1070
-    for ceil_bits, hat, sumsq in ((0, False, False), (6, True, False), (15, False, True), (5, True, True)):
-        cpu = numpy_backend.scan_rows(x, ceil_bits, hat, sumsq)
-        gpu = cupy_backend.scan_rows(cupy.asarray(x), ceil_bits, hat, sumsq)
+    bits = min(30, 62 - k.bit_length())                  # certified's bound (scheme.bound_side)
+    for ceil_bits, hat, sumsq, sums in ((0, False, False, False), (6, True, False, False), (15, False, True, False),
+                                        (5, True, True, False), (bits, False, False, True)):
+        cpu = numpy_backend.scan_rows(x, ceil_bits, hat, sumsq, sums)
+        gpu = cupy_backend.scan_rows(cupy.asarray(x), ceil_bits, hat, sumsq, sums)
         for c, g in zip(cpu, gpu):
             if c is None:
                 assert g is None

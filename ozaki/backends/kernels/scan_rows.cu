@@ -9,6 +9,7 @@
 //             so 0 <= c <= 2**CEIL_BITS; then
 //   WRITE_HAT   hat[r, j] = c as int8 (CEIL_BITS = 6), zero-padded to kpad
 //   SUM_SQUARES sumsq[r] = sum c**2 in int64: exact, so order-free
+//   SUM_CEILINGS sumsq[r] = sum c instead (certified mode's bound of sum |x|)
 // Everything is an integer or a maximum: the result does not depend on the
 // order of the reduction, so it matches numpy bit for bit.  A row is a block
 // of 256 threads, or a warp when rows are short (ROW_THREADS 32).
@@ -84,12 +85,14 @@ extern "C" __global__ void scan_rows(const double* __restrict__ x, long long row
 #ifdef WRITE_HAT
         hat[r * kpad + j] = (signed char)(int)c;
 #endif
-#ifdef SUM_SQUARES
+#if defined(SUM_SQUARES)
         long long ci = (long long)c;
         acc += ci * ci;
+#elif defined(SUM_CEILINGS)
+        acc += (long long)c;
 #endif
     }
-#ifdef SUM_SQUARES
+#if defined(SUM_SQUARES) || defined(SUM_CEILINGS)
     acc = row_reduce(acc, ssum, SumOp());
     if (active && lane == 0) sumsq[r] = acc;
 #endif
