@@ -132,6 +132,9 @@ elif [ "$profile" = last ]; then     # the FFT's zero signs on the device, certi
     stage gemm49k 100 python3 -m bench.gemm --sizes 49152 --families normal --no-emulated --samples 2 \
         --repeats 1 --modes accurate --out "$W/gemm49k.json"
 elif [ "$profile" = probe ]; then    # host against GPU time, small to large; certified's time split
+    stage gpu_certify 120 python3 -m pytest -q --durations=5 -m gpu tests/backends/test_cupy_backend.py \
+        tests/test_certified.py -k "scan_rows or certif or exact_entries" -p no:cacheprovider \
+        --junitxml="$W/gpu_certify.xml"
     stage graph_probe 90 python3 -m bench.graph_probe
     for c in "stack 4096x64" "stack 256x256" "matmul 512" "matmul 1024" "matmul 4096" "matmul 8192" \
              "matmul 16384" "fft 65536" "fft 1048576" "batch 4096x1024" "fftn 256"; do
