@@ -39,6 +39,8 @@
 #   certify   certified mode's one-pass test (certify.cu) and per-entry exact recomputation (exact_entries):
 #             their GPU tests and every GPU backend test, certified at 20..22 moduli at n = 16384 on N(0,1)
 #             and phi = 1, 3, 6 beside accurate and cuBLAS, the test and the recomputation timed alone
+#   graphs    small products replayed as CUDA graphs: their tests with every GPU backend, API and fused-kernel
+#             test (repeated shapes now replay), eager against replayed (bench.graph_probe), the crossover table
 #   probe     where small products, GEMMs up to 16384 and FFTs spend their time: GPU time per kernel
 #             against the wall time of a call, the host's cProfile; a CUDA-graph replay of small
 #             products (bench.graph_probe); certified's cProfile and its time at 16384 (as certify)
@@ -46,7 +48,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -131,6 +133,12 @@ elif [ "$profile" = last ]; then     # the FFT's zero signs on the device, certi
     stage fft_profile 60 env CUDA_LAUNCH_BLOCKING=1 python3 -m bench.fft --profile 256
     stage gemm49k 100 python3 -m bench.gemm --sizes 49152 --families normal --no-emulated --samples 2 \
         --repeats 1 --modes accurate --out "$W/gemm49k.json"
+elif [ "$profile" = graphs ]; then   # CUDA-graph replays of small products
+    stage gpu_graphs 270 python3 -m pytest -q --durations=8 -m gpu tests/backends/test_graphs.py \
+        tests/backends/test_cupy_backend.py tests/backends/test_fused.py tests/test_api.py -p no:cacheprovider \
+        --junitxml="$W/gpu_graphs.xml"
+    stage graph_probe 80 python3 -m bench.graph_probe --out "$W/graph_probe.json"
+    stage crossover 120 python3 -m bench.crossover --out "$W/crossover.json"
 elif [ "$profile" = probe ]; then    # host against GPU time, small to large; certified's time split
     stage gpu_certify 120 python3 -m pytest -q --durations=5 -m gpu tests/backends/test_cupy_backend.py \
         tests/test_certified.py -k "scan_rows or certif or exact_entries" -p no:cacheprovider \

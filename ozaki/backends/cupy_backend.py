@@ -34,7 +34,8 @@ from cupy.cuda import cublas
 
 from ..crt import crt_constants
 from ..crt import moduli as _moduli
-from . import native, numpy_backend
+from . import graphs, native, numpy_backend
+from .graphs import replayed  # noqa: F401  (a backend step: scheme._stack_piece)
 
 xp = cupy
 name = "cupy"
@@ -246,8 +247,9 @@ def row_bits(x):
 
 def transposed(x):
     """x.T as a C-contiguous array; float64 matrices through cuBLAS dgeam, which
-    runs near the copy bandwidth (a strided copy ran at about 1.6 TB/s)."""
-    if x.ndim != 2 or x.dtype != cupy.float64 or not x.flags.c_contiguous or x.size == 0:
+    runs near the copy bandwidth (a strided copy ran at about 1.6 TB/s); CuPy's copy
+    while a CUDA graph is captured (graphs.py), where CuPy refuses cuBLAS calls."""
+    if x.ndim != 2 or x.dtype != cupy.float64 or not x.flags.c_contiguous or x.size == 0 or graphs.capturing():
         return cupy.ascontiguousarray(x.T)
     k, n = x.shape
     out = cupy.empty((n, k), dtype=cupy.float64)

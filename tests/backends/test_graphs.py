@@ -1,0 +1,109 @@
+"""Repeated small products replayed as CUDA graphs (ozaki/backends/graphs.py) give the
+CPU's bits on fresh data every call, NaN/inf and signed zeros included, on any stream
+and from several threads (needs a CUDA device)."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import ozaki
+from tests import inputs
+
+pytestmark = pytest.mark.gpu
+
+
+def same_bits(x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    return x.shape == y.shape and np.array_equal(x.view(np.uint8), y.view(np.uint8))
+
+
+@pytest.fixture
+def graphs():
+    from ozaki.backends import graphs
+    graphs.clear()
+    yield graphs
+    graphs.clear()
+
+
+def draws(rng, shape_a, shape_b, complex_, calls):
+    """Fresh operands per call; the later ones with specials and wide exponents."""
+    out = []
+    for c in range(calls):
+        A, B = inputs.wide(rng, shape_a, 40 * c), inputs.wide(rng, shape_b, 40 * c)
+        if complex_:
+            A = A + 1j * inputs.wide(rng, shape_a, 10)
+            B = B - 1j * inputs.wide(rng, shape_b, 10)
+        if c == 3:
+            A = A.copy()
+            A.real = inputs.sprinkle_specials(rng, A.real.copy(), 0.02)
+        if c == 4:
+            B[..., 0, :] = -0.0
+        out.append((A, B))
+    return out
+
+
+@pytest.mark.parametrize("case", [
+    ("accurate", (96, 80), (80, 64), False, None),
+    ("fast", (96, 80), (80, 64), False, None),
+    ("accurate", (33, 17, 40), (33, 40, 9), False, None),   # a stack
+    ("accurate", (48, 64), (64, 32), True, None),           # complex
+    ("accurate", (96, 80), (80, 64), False, np.float32),    # float32: rounded to float32
+])
+def test_replays_give_the_cpu_bits(rng, graphs, case):
+    import cupy
+    mode, shape_a, shape_b, complex_, dtype = case
+    results = []
+    for A, B in draws(rng, shape_a, shape_b, complex_, 6):
+        if dtype is not None:
+            A, B = A.astype(dtype), B.astype(dtype)
+        gpu = ozaki.matmul(cupy.asarray(A), cupy.asarray(B), mode=mode)
+        results.append((ozaki.matmul(A, B, mode=mode), gpu))
+    assert len(graphs._graphs) == 1, "the repeated shape was not captured"
+    for c, (cpu, gpu) in enumerate(results):            # earlier results untouched by later replays
+        assert same_bits(cpu, cupy.asnumpy(gpu)), c
+
+
+def test_replays_on_a_user_stream(rng, graphs):
+    import cupy
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        for A, B in draws(rng, (64, 64), (64, 64), False, 4):
+            dA, dB = cupy.asarray(A), cupy.asarray(B)
+            gpu = ozaki.matmul(dA, dB)
+            assert same_bits(ozaki.matmul(A, B), cupy.asnumpy(gpu))
+    assert len(graphs._graphs) == 1
+
+
+def test_replays_from_threads(rng, graphs):
+    import cupy
+    pairs = draws(rng, (50, 70), (70, 40), False, 3) * 4
+    expected = [ozaki.matmul(A, B) for A, B in pairs]
+    got = [None] * len(pairs)
+
+    def work(i):
+        with cupy.cuda.Stream(non_blocking=True):
+            for j in range(i, len(pairs), 4):
+                got[j] = cupy.asnumpy(ozaki.matmul(cupy.asarray(pairs[j][0]), cupy.asarray(pairs[j][1])))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for j, (e, g) in enumerate(zip(expected, got)):
+        assert same_bits(e, g), j
+
+
+def test_graphs_off_and_large_products_stay_eager(rng, graphs, monkeypatch):
+    import cupy
+    monkeypatch.setattr(graphs, "ENABLED", False)
+    A = cupy.asarray(rng.standard_normal((64, 64)))
+    for _ in range(3):
+        ozaki.matmul(A, A)
+    assert not graphs._graphs
+    monkeypatch.setattr(graphs, "ENABLED", True)
+    B = cupy.asarray(rng.standard_normal((1200, 1200)))     # past GRAPH_MAX_WORK: eager
+    for _ in range(3):
+        ozaki.matmul(B, B)
+    assert not graphs._graphs
