@@ -41,6 +41,9 @@
 #             and phi = 1, 3, 6 beside accurate and cuBLAS, the test and the recomputation timed alone
 #   graphs    small products replayed as CUDA graphs: their tests with every GPU backend, API and fused-kernel
 #             test (repeated shapes now replay), eager against replayed (bench.graph_probe), the crossover table
+#   replays   the graphs' and the FFT's one-pass complex products' GPU tests, eager against replayed with a
+#             cProfile of replays, the crossover's small products, the FFT's 1-D, batch and 256^3 times,
+#             kernels of a 2^16-point transform
 #   probe     where small products, GEMMs up to 16384 and FFTs spend their time: GPU time per kernel
 #             against the wall time of a call, the host's cProfile; a CUDA-graph replay of small
 #             products (bench.graph_probe); certified's cProfile and its time at 16384 (as certify)
@@ -48,7 +51,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -139,6 +142,14 @@ elif [ "$profile" = graphs ]; then   # CUDA-graph replays of small products
         --junitxml="$W/gpu_graphs.xml"
     stage graph_probe 80 python3 -m bench.graph_probe --out "$W/graph_probe.json"
     stage crossover 120 python3 -m bench.crossover --out "$W/crossover.json"
+elif [ "$profile" = replays ]; then
+    stage gpu_replays 200 python3 -m pytest -q --durations=8 -m gpu tests/backends/test_graphs.py \
+        tests/fft/test_fft_gpu.py -p no:cacheprovider --junitxml="$W/gpu_replays.xml"
+    stage graph_probe 80 python3 -m bench.graph_probe --profile 200 --out "$W/graph_probe.json"
+    stage crossover 60 python3 -m bench.crossover --max-work 2147483648 --out "$W/crossover.json"
+    stage fft 90 python3 -m bench.fft --cubes 256 --batches 4096x1024 --sizes 65536 1048576 --repeats 3 \
+        --out "$W/fft.json"
+    stage kernels_1d 30 python3 -m bench.kernel_times fft 65536 --cprofile 3 --out "$W/kernels_1d.json"
 elif [ "$profile" = probe ]; then    # host against GPU time, small to large; certified's time split
     stage gpu_certify 120 python3 -m pytest -q --durations=5 -m gpu tests/backends/test_cupy_backend.py \
         tests/test_certified.py -k "scan_rows or certif or exact_entries" -p no:cacheprovider \

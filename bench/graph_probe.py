@@ -16,6 +16,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--profile", type=int, default=0, metavar="CALLS",
+                    help="then CALLS replays of a 512^2 product under cProfile, the top functions by own time")
     a = ap.parse_args(argv)
     import cupy
 
@@ -44,6 +46,15 @@ def main(argv=None):
         graphs.clear()
         del A, B, eager, replayed
         cupy.get_default_memory_pool().free_all_blocks()
+    if a.profile:
+        import cProfile
+        import pstats
+        A = cupy.asarray(rng.standard_normal((512, 512)))
+        for _ in range(3):
+            ozaki.matmul(A, A)
+        prof = cProfile.Profile()
+        prof.runcall(lambda: [ozaki.matmul(A, A) for _ in range(a.profile)])
+        pstats.Stats(prof).sort_stats("tottime").print_stats(30)
     if a.out:
         common.write_json(a.out, {"meta": common.meta(), "rows": rows})
 

@@ -831,10 +831,8 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int
     workspace = workspace or backend.default_workspace()
     complex_ = A.dtype.kind == "c"                 # A may be a Prepared operand
     out_dtype = np.dtype(A.dtype if out_dtype is None else out_dtype)
-    out = xp.empty((batch, m, n), dtype=out_dtype)
     if m == 0 or n == 0 or k == 0 or batch == 0:
-        out[...] = 0
-        return out
+        return xp.zeros((batch, m, n), dtype=out_dtype)
     # residues and products of one matrix, counted generously: 22 moduli (fast,
     # accurate) or 49 moduli and 4 slice pairs (exact), 3 GEMMs for complex
     mods = 49 * 4 if mode == "exact" else 22
@@ -842,6 +840,7 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int
     step = max(1, min(batch, workspace // max(per_matrix, 1)))
     if step == batch:                  # one piece: its result is the output (no copy)
         return _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path, out_dtype)
+    out = xp.empty((batch, m, n), dtype=out_dtype)
     for g0 in range(0, batch, step):
         out[g0:g0 + step] = _stack_piece(A[g0:g0 + step], B[g0:g0 + step], mode, num_moduli, backend,
                                          workspace, complex_, substrate, path, out_dtype)
@@ -883,10 +882,17 @@ GRAPH_MAX_WORK = 1 << 30               # batch m n k
 
 
 def _replayable(backend, A, B, mode, num_moduli, substrate, path, complex_, part_dtype):
-    batch, m, k = A.shape
-    n = B.shape[2]
     if (not hasattr(backend, "replayed") or mode not in ("fast", "accurate") or substrate != "int8"
-            or isinstance(A, Prepared) or isinstance(B, Prepared) or batch * m * n * k > GRAPH_MAX_WORK):
+            or isinstance(A, Prepared) or isinstance(B, Prepared)):
+        return False
+    return _replayable_shape(backend, A.shape, B.shape[2], mode, num_moduli, path, complex_, part_dtype)
+
+
+@functools.lru_cache(maxsize=1024)
+def _replayable_shape(backend, shape_a, n, mode, num_moduli, path, complex_, part_dtype):
+    """Small enough, and on the fused path (every other path calls cuBLAS)."""
+    batch, m, k = shape_a
+    if batch * m * n * k > GRAPH_MAX_WORK:
         return False
     count = default_num_moduli(mode, k * (2 if complex_ else 1), part_dtype) if num_moduli is None else num_moduli
     return backend.choose_path(path, m, n, k, batch, count, 3 if complex_ else 1) == "fused"

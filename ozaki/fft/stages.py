@@ -251,6 +251,9 @@ def times(a, b):
     complex multiply (CuPy's kernels may contract to FMAs, numpy's do not) would
     round differently, and the GPU must return the CPU's bits."""
     xp = xp_of(a)
+    if xp is not np:                   # the same operations in one kernel pass
+        from ..backends import cupy_backend
+        return cupy_backend.times(a, b)
     ar, ai, br, bi = a.real, a.imag, b.real, b.imag
     out = xp.empty(xp.broadcast_shapes(a.shape, b.shape), dtype=xp.complex128)
     out.real = xp.subtract(xp.multiply(ar, br), xp.multiply(ai, bi))
@@ -285,6 +288,9 @@ def times_exactly(a, b):
     rounding of E itself (below 2**-100 of |a b| when the products neither overflow nor
     underflow: see in_split_range)."""
     xp = xp_of(a)
+    if xp is not np:                   # the same operations in one kernel pass
+        from ..backends import cupy_backend
+        return cupy_backend.times_exactly(a, b)
     h1, l1 = _two_prod(a.real, b.real)
     h2, l2 = _two_prod(a.imag, b.imag)
     h3, l3 = _two_prod(a.real, b.imag)

@@ -136,3 +136,24 @@ def test_row_specials_kernel_matches_numpy(rng, rows, length):
         for w, g in zip(want, got):
             assert np.array_equal(g.get(), w)
         assert want[0].any() and want[1].any() and (rows < 8 or not want[0].all())
+
+
+@pytest.mark.parametrize("spread", [0, 200, 900])
+def test_times_kernels_match_numpy(rng, spread):
+    """stages.times and times_exactly on the device (one kernel each) give numpy's bits,
+    broadcasting as the six-step stages use them; operands with wide exponents, zeros of
+    both signs and products that underflow or cancel."""
+    import cupy
+    from ozaki.fft import stages
+    shape_a, shape_b = (6, 5, 64), (6, 1, 64)
+    a = inputs.wide(rng, shape_a, spread) + 1j * inputs.wide(rng, shape_a, spread)
+    b = inputs.wide(rng, shape_b, spread) + 1j * inputs.wide(rng, shape_b, spread)
+    a.real[0, 0, :8] = [0.0, -0.0, 1e-300, -1e-300, 3.0, 2.0 ** -1074, 1.0, -0.0]
+    b.imag[0, 0, :8] = [-0.0, 0.0, 1e-300, 1e300, 1.0 / 3.0, 2.0 ** 900, -1.0, 0.0]
+    a[1, 1] = b[1, 0] * (1 + 2.0 ** -40)                  # near-cancelling parts
+    with np.errstate(all="ignore"):                       # overflows to inf, inf - inf
+        cpu = [stages.times(a, b)] + list(stages.times_exactly(a, b))
+    gpu = [stages.times(cupy.asarray(a), cupy.asarray(b))] + list(stages.times_exactly(cupy.asarray(a),
+                                                                                         cupy.asarray(b)))
+    for c, g in zip(cpu, gpu):
+        _same_bits(g, c)
