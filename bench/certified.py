@@ -2,7 +2,10 @@
 count and at each moduli count asked (the product without certification), and the
 certified product at that count, with the entries that failed the per-entry test and
 were recomputed one by one (kernels/exact_dot.cu's exact_entries), and the test's pass
-(kernels/certify.cu) and the recomputation timed alone.
+(kernels/certify.cu) and the recomputation timed alone.  Exact mode both ways: by
+its slices alone, and by the test (scheme.EXACT_BY_TEST: certified's moduli, the
+epilogue's rounding residuals, the entries not proved correctly rounded recomputed),
+whose bits must agree.
 
     python -m bench.certified --n 16384 --families normal phi1 phi3 --moduli 20 21 22 --out FILE.json
 """
@@ -33,6 +36,16 @@ def run(n, family, moduli, repeats):
         t, _ = common.time_gpu(lambda: ozaki.matmul(A, B, mode="certified", num_moduli=m), warmup=1,
                                repeats=repeats)
         rows.append({"family": family, "what": f"certified:{m}", "ms": t, **scheme.certify_counts})
+    scheme.EXACT_BY_TEST = False
+    t, _ = common.time_gpu(lambda: ozaki.matmul(A, B, mode="exact"), warmup=1, repeats=repeats)
+    slices = ozaki.matmul(A, B, mode="exact")
+    rows.append({"family": family, "what": "exact (slices)", "ms": t})
+    scheme.EXACT_BY_TEST = True
+    t, _ = common.time_gpu(lambda: ozaki.matmul(A, B, mode="exact"), warmup=1, repeats=repeats)
+    tested = ozaki.matmul(A, B, mode="exact")
+    rows.append({"family": family, "what": "exact (by test)", "ms": t, **scheme.certify_counts,
+                 "same_bits": bool(cupy.array_equal(slices.view(cupy.int64), tested.view(cupy.int64)))})
+    del slices, tested
     # the two certification steps alone, at the last count: the test's pass over C and the
     # exact dot products of the failing entries
     m = moduli[-1]
@@ -55,7 +68,7 @@ def run(n, family, moduli, repeats):
                                repeats=repeats)
         rows.append({"family": family, "what": f"exact entries:{m}", "ms": t, "entries": int(i.size)})
     for r in rows:
-        extra = "".join(f" {k} {r[k]}" for k in ("failing", "recomputed", "blocks", "entries") if k in r)
+        extra = "".join(f" {k} {r[k]}" for k in ("failing", "recomputed", "blocks", "entries", "same_bits") if k in r)
         print(f"{n} {family:6s} {r['what']:20s} {r['ms']:9.2f} ms  x{rows[0]['ms'] / r['ms']:5.2f}{extra}", flush=True)
     return rows
 

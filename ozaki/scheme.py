@@ -448,7 +448,7 @@ def _aligned(size, fits):
 
 
 def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substrate="int8", path="cublas",
-                   out_dtype=np.float64, prepared=(None, None)):
+                   out_dtype=np.float64, prepared=(None, None), residual=False):
     """The exact-then-rounded product under ``plan``; a list of the output parts,
     each rounded once to ``out_dtype`` (float64 or float32).
 
@@ -465,6 +465,8 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
     block as one backend step (``fused_product``), "cublas" as ``gemm`` (or
     the substrate's product) per modulus, then ``epilogue``.  ``prepared``: the
     Prepared operand of a side, whose residues are read from it, not formed.
+    ``residual``: the parts' rounding residuals follow them in the list (float64,
+    kulisch.round_to's: exact mode's test, _exact_by_test).
     """
     xp = backend.xp
     parts = len(A_parts)
@@ -476,7 +478,8 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
     else:
         mb, nb = blocks(m, n, k * (3 if parts == 2 else 1), plan, workspace, parts == 2, path)
     whole = (mb, nb) == (m * batch, n * batch)
-    C = None if whole else [xp.empty((1, m, n), dtype=out_dtype) for _ in range(parts)]
+    C = None if whole else [xp.empty((1, m, n), dtype=out_dtype if h < parts else np.float64)
+                            for h in range(parts * (2 if residual else 1))]
     wa, wb = slice_widths(plan)
     # per slice pair (t, u), its weight in the Kulisch accumulator, in limbs
     shifts = [(t * wa + u * wb) // LIMB_BITS for t in range(plan.slices_a) for u in range(plan.slices_b)]
@@ -494,10 +497,11 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
             ra = slices(A_parts, i0, i0 + mb, plan.beta_a, wa, plan.slices_a, prepared[0])
             beta_a, beta_b = plan.beta_a[i0:i0 + mb], plan.beta_b[j0:j0 + nb]
             if path == "fused":
-                block = backend.fused_product(ra, rb, shifts, plan.num_moduli, beta_a, beta_b, batch, out_dtype)
+                block = backend.fused_product(ra, rb, shifts, plan.num_moduli, beta_a, beta_b, batch, out_dtype,
+                                              **({"residual": True} if residual else {}))
             else:
                 block = _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b, substrate,
-                                                out_dtype, path == "cutlass")
+                                                out_dtype, path == "cutlass", residual)
             if whole:
                 return block
             for c, b in zip(C, block):
@@ -507,7 +511,7 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
 
 
 def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b, substrate, out_dtype,
-                            residues=False):
+                            residues=False, residual=False):
     """The unfused path: the substrate's GEMMs per slice pair (and Karatsuba part)
     into memory, then the backend's epilogue per matrix; parts (batch, m, n).
     ``residues``: the GEMMs give the products' residues mod p (``gemm_residues``),
@@ -525,7 +529,8 @@ def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b
                 for t in range(plan.slices_a) for u in range(plan.slices_b)]
     m, n = ra[0][0].shape[1] // batch, rb[0][0].shape[1] // batch
     outs = [backend.epilogue([tuple(P[g] for P in pair) for pair in products], shifts, plan.num_moduli,
-                             beta_a[g * m:(g + 1) * m], beta_b[g * n:(g + 1) * n], out_dtype)
+                             beta_a[g * m:(g + 1) * m], beta_b[g * n:(g + 1) * n], out_dtype,
+                             **({"residual": True} if residual else {}))
             for g in range(batch)]
     if batch == 1:
         return [o[None] for o in outs[0]]
@@ -637,6 +642,22 @@ def certified_entries(backend, C, delta, ieee):
         return ieee | (finite & (2.0 * delta < gap))
 
 
+def rounded_entries(backend, C, rho, delta, ieee):
+    """Where C is provably the correctly rounded exact product (exact mode by Ziv's
+    strategy, _exact_by_test): the truncated product x = C + rho (rho the epilogue's
+    rounding residual, kulisch.round_to's) lies within Delta of the exact one, and
+    (|rho| + Delta)(1 + 2**-50) stays below half the smaller gap beside C, so no value
+    within Delta of x crosses a rounding boundary of C; or ``ieee``.  A NaN rho (not
+    formed) or a non-finite C is not (kernels/certify.cuh, correctly_rounded)."""
+    xp = backend.xp
+    wide = C if C.dtype == np.float64 else backend.widen(C)
+    a = xp.abs(wide)
+    finite = xp.isfinite(a)
+    gap = gaps(xp, xp.where(finite, a, 0.0), np.finfo(C.dtype))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return ieee | (finite & ((xp.abs(rho) + delta) * (1.0 + 2.0 ** -50) < 0.5 * gap))
+
+
 # Without the backend's exact_entries (the CPU), or where the exact dot's window
 # is too wide, failing entries are recomputed in exact mode by blocks: runs of R failing rows,
 # each with the columns that fail in it.  Scattered failures (a fraction f of
@@ -679,41 +700,48 @@ def _recompute_blocks(xp, bad, k):
     return cost, [(rows[i:i + R], xp.flatnonzero(failing_rows[i:i + R].any(axis=0))) for i in range(0, rows.size, R)]
 
 
-def uncertified(backend, C, side_a, side_b, ieee_a, ieee_b, K):
+def uncertified(backend, C, side_a, side_b, ieee_a, ieee_b, K, residuals=None):
     """The entries of the parts C (batch, m, n) that certified_entries does not prove
     faithful under the bound of the sides (bound_side of the rows of A and of B^T,
     batch m and batch n long; ieee_*: their rows' NaN/inf flags): (bad (batch, m,
-    n) bool, failing entries per matrix as host ints).  Backends with their own
-    ``uncertified`` (the GPU: one kernel pass, kernels/certify.cu) give the same."""
+    n) bool, failing entries per matrix as host ints).  ``residuals`` (the parts'
+    rounding residuals): those that rounded_entries does not prove correctly rounded.
+    Backends with their own ``uncertified`` (the GPU: one kernel pass,
+    kernels/certify.cu) give the same."""
     xp = backend.xp
     batch, m, n = C[0].shape
     side_a = [x.reshape(batch, m, 1) for x in side_a]
     side_b = [x.reshape(batch, 1, n) for x in side_b]
     delta = error_bounds(xp, side_a, side_b, K)
     ieee = ieee_a.reshape(batch, m, 1) | ieee_b.reshape(batch, 1, n)
-    bad = ~certified_entries(backend, C[0], delta, ieee)
-    for c in C[1:]:
-        bad |= ~certified_entries(backend, c, delta, ieee)
+    if residuals is None:
+        tests = [certified_entries(backend, c, delta, ieee) for c in C]
+    else:
+        tests = [rounded_entries(backend, c, r.reshape(c.shape), delta, ieee) for c, r in zip(C, residuals)]
+    bad = ~tests[0]
+    for t in tests[1:]:
+        bad |= ~t
     # rows first, then matrices: one reduction over a whole matrix's m n entries per
     # output ran in one block (193 ms of a certified 16384^2 product on the H200)
     return bad, [int(v) for v in bad.sum(axis=2).sum(axis=1).tolist()]      # the host sync
 
 
-def _certify(backend, A, B, C, A_rows, Bt_rows, plan, batch, recompute):
+def _certify(backend, A, B, C, A_rows, Bt_rows, plan, batch, recompute, residuals=None):
     """Keep the entries of the parts C (batch, m, n) that certified_entries proves
     faithful; recompute the rest exactly: each failing entry by the backend's
     ``exact_entries`` where it has one and that costs less (CERTIFY_ENTRY; an exact
     dot product per entry, read in place), else (or where its window is too wide)
     with ``recompute(A_sub, B_sub)`` (exact mode) on the blocks of _recompute_blocks,
     matrix by matrix.  Both give the correctly rounded exact entry, so the bits are
-    the same either way."""
+    the same either way.  ``residuals``: the parts' rounding residuals; the entries
+    kept are then those proved correctly rounded (exact mode, _exact_by_test)."""
     xp = backend.xp
     m, n = C[0].shape[1:]
     K = A_rows.shape[1]
     sides = tuple(bound_side(backend, X, beta, plan.nearest) for X, beta in ((A_rows, plan.beta_a), (Bt_rows, plan.beta_b)))
     ieee = tuple((f & 1) != 0 for f in plan.flags)
     find = getattr(backend, "uncertified", None) or functools.partial(uncertified, backend)
-    bad, per_matrix = find(C, *sides, *ieee, K)
+    bad, per_matrix = find(C, *sides, *ieee, K, **({} if residuals is None else {"residuals": residuals}))
     counts = {"entries": batch * m * n, "failing": sum(per_matrix), "recomputed": 0, "blocks": 0}
     failing = [g for g, count in enumerate(per_matrix) if count]
 
@@ -816,17 +844,19 @@ def matmul2d(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", 
     return matmul_stack(A[None], B[None], mode, num_moduli, backend, workspace, substrate, path, out_dtype)[0]
 
 
-def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", path="auto", out_dtype=None):
+def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", path="auto", out_dtype=None,
+                 by_test=True):
     """C[g] = A[g] @ B[g] for stacks (batch, m, k), (batch, k, n), as matmul2d each.
 
     The stack goes through the pipeline at once (one plan over all rows, batched
     GEMMs, one epilogue per matrix) when its residues and products fit the
     workspace, else in pieces; the results are the same bits either way.
+    ``by_test=False``: exact mode by its slices alone (not EXACT_BY_TEST's route).
     """
     xp = backend.xp
     batch, m, k = A.shape
     n = B.shape[2]
-    if mode == "certified":
+    if mode in ("certified", "exact") and by_test:
         certify_counts.update(dict.fromkeys(certify_counts, 0))
     workspace = workspace or backend.default_workspace()
     complex_ = A.dtype.kind == "c"                 # A may be a Prepared operand
@@ -839,11 +869,11 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int
     per_matrix = ((m + n) * (k + 16) * (3 if complex_ else 1) + m * n * PRODUCT_BYTES[complex_]) * mods
     step = max(1, min(batch, workspace // max(per_matrix, 1)))
     if step == batch:                  # one piece: its result is the output (no copy)
-        return _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path, out_dtype)
+        return _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path, out_dtype, by_test)
     out = xp.empty((batch, m, n), dtype=out_dtype)
     for g0 in range(0, batch, step):
         out[g0:g0 + step] = _stack_piece(A[g0:g0 + step], B[g0:g0 + step], mode, num_moduli, backend,
-                                         workspace, complex_, substrate, path, out_dtype)
+                                         workspace, complex_, substrate, path, out_dtype, by_test)
     return out
 
 
@@ -898,9 +928,11 @@ def _replayable_shape(backend, shape_a, n, mode, num_moduli, path, complex_, par
     return backend.choose_path(path, m, n, k, batch, count, 3 if complex_ else 1) == "fused"
 
 
-def _finite_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path, part_dtype, host=True):
+def _finite_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path, part_dtype, host=True,
+                  residual=False):
     """The finite pipeline of a piece: (C parts (batch, m, n), the IEEE flags found (a
-    host int, or with host=False as the backend left them), (A rows, B^T rows, plan))."""
+    host int, or with host=False as the backend left them), (A rows, B^T rows, plan));
+    ``residual``: the parts' rounding residuals after the parts (product_finite)."""
     xp = backend.xp
     batch, m, k = A.shape
     n = B.shape[2]
@@ -915,19 +947,40 @@ def _finite_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrat
         path, m, n, k, batch, plan.num_moduli, parts, plan.slices_a * plan.slices_b)
     C = [c.reshape(batch, m, n) for c in
          product_finite(A_parts, Bt_parts, plan, backend, workspace, batch, substrate, product_path, part_dtype,
-                        prepared)]
+                        prepared, residual)]
     found = backend.flags_found(*plan.flags, host=host) if plan.found is None else plan.found   # the host sync
     return C, found, (A_plan, Bt_plan, plan)
 
 
-def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path, out_dtype):
+# Exact mode by Ziv's strategy where the backend recomputes single entries exactly
+# (exact_entries: the GPU): accurate's scaling with certified's moduli count, the
+# epilogue's rounding residuals, and the entries that the bound does not prove
+# correctly rounded (rounded_entries) recomputed exactly; the rest of exact mode's
+# slices (24 moduli and a second slice for N(0,1) rows at n = 16384) are not run.
+# The same bits as the exact pipeline: every entry is the correctly rounded exact
+# product either way.  Wide data, where most entries fail, falls back to exact-mode
+# blocks of the failing rows (_certify's cost model).
+EXACT_BY_TEST = True
+
+
+def _by_test(backend, A, B, mode, num_moduli, substrate):
+    return (EXACT_BY_TEST and mode == "exact" and num_moduli is None and substrate == "int8"
+            and hasattr(backend, "exact_entries") and not isinstance(A, Prepared) and not isinstance(B, Prepared))
+
+
+def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path, out_dtype, by_test=True):
     xp = backend.xp
     part_dtype = np.finfo(out_dtype).dtype            # float64 or float32: the format rounded to
     batch = A.shape[0]
     finite = functools.partial(_finite_piece, mode=mode, num_moduli=num_moduli, backend=backend,
                                workspace=workspace, complex_=complex_, substrate=substrate, path=path,
                                part_dtype=part_dtype)
-    if _replayable(backend, A, B, mode, num_moduli, substrate, path, complex_, part_dtype):
+    residuals = None
+    if by_test and _by_test(backend, A, B, mode, num_moduli, substrate):
+        count = default_num_moduli("certified", A.shape[2] * (2 if complex_ else 1), part_dtype)
+        C, found, (A_plan, Bt_plan, plan) = finite(A, B, mode="accurate", num_moduli=count, residual=True)
+        C, residuals = C[:len(C) // 2], C[len(C) // 2:]
+    elif _replayable(backend, A, B, mode, num_moduli, substrate, path, complex_, part_dtype):
         key = (A.shape, B.shape, A.dtype.str, B.dtype.str, mode, num_moduli, path, part_dtype.str)
         C, found = backend.replayed(key, lambda a, b: finite(a, b, host=False)[:2], A, B)
     else:
@@ -944,9 +997,10 @@ def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate
                                    C[1][g], found)
         else:
             C[0][g] = _ieee_fixups(xp, A[g], B[g], C[0][g], found)
-    if mode == "certified":
+    if mode == "certified" or residuals is not None:
         C = _certify(backend, A, B, C, A_plan, Bt_plan, plan, batch,
-                     lambda a, b: matmul_stack(a, b, "exact", None, backend, workspace, substrate, path, out_dtype))
+                     lambda a, b: matmul_stack(a, b, "exact", None, backend, workspace, substrate, path, out_dtype,
+                                               by_test=False), residuals)
     return _complex(xp, *C) if complex_ else C[0]
 
 

@@ -573,9 +573,10 @@ _OUT_T = {np.dtype(np.float64): "double", np.dtype(np.float32): "float"}
 _PROD_T = {np.dtype(np.int8): "signed char", np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
 
 
-def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64):
+def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False):
     """CRT, Kulisch sum of slice pairs and one rounding to ``out_dtype`` (float64 or
-    float32), in one kernel pass.
+    float32), in one kernel pass; ``residual``: the outputs' rounding residuals after
+    them (as numpy_backend.epilogue).
 
     ``products``: per slice pair a tuple of product stacks (m, rows, cols), the
     int8/int32/int64 products or any residues of them mod p_i: (P,)
@@ -602,16 +603,20 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64):
         defines += (("SINGLE_PAIR", 1),)
     if complex_:
         defines += (("COMPLEX", 1),)
+    if residual:
+        defines += (("RESIDUAL", 1),)
     kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
     outs = [cupy.empty((rows, cols), dtype=out_dtype) for _ in range(2 if complex_ else 1)]
+    rhos = [cupy.empty((rows, cols), dtype=cupy.float64) for _ in outs] if residual else [np.uint64(0)]
     one, table = _operands(arrays, npairs > 1)
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
     grid, block = _grid(rows * cols, 128)
     kern(grid, block, one + (table, np.int32(npairs), np.int64(rows), np.int64(cols), np.int64(mod_stride),
                              np.int64(row_stride), shift_table,
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
-                       cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(cols)))
-    return outs
+                       cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(cols),
+                       rhos[0], rhos[-1]))
+    return outs + rhos if residual else outs
 
 
 # ---------------------------------------------------------------------------
@@ -758,14 +763,15 @@ def _fused_launch(defines, tables, a_stacks, b_stacks, slices_b, m, n, batch, a_
     kern(grid, (32 * wm * wn,), head + tail, shared_mem=shared)
 
 
-def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype=np.float64):
+def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype=np.float64, residual=False):
     """The exact-then-rounded product of residue stacks in one kernel.
 
     ``ra[h][t]``: the residues (num_moduli, batch*m, kp) of part h (real: A;
     complex: Ar, Ai, Ar + Ai) and slice t of A; ``rb[h][u]`` likewise for B^T;
     ``shifts``: per slice pair (t, u), in that order, its weight in limbs.
     Returns the output parts, each (batch, m, n) of ``out_dtype`` (float64 or
-    float32, the format rounded to): [C] or [Re, Im].
+    float32, the format rounded to): [C] or [Re, Im]; with ``residual`` their
+    rounding residuals after them, as ``epilogue``.
     The same bits as ``epilogue`` over ``gemm``'s products.
     """
     parts, slices_a, slices_b = len(ra), len(ra[0]), len(rb[0])
@@ -775,18 +781,20 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype
     m, n = a_stacks[0].shape[1] // batch, b_stacks[0].shape[1] // batch
     nout = 2 if parts == 3 else 1
     outs = [cupy.empty((batch, m, n), dtype=out_dtype) for _ in range(nout)]
+    rhos = [cupy.empty((batch, m, n), dtype=cupy.float64) for _ in outs] if residual else [np.uint64(0)]
     if outs[0].size == 0:
-        return outs
+        return outs + rhos if residual else outs
     LP = crt_constants(num_moduli).L
     defines = (("NMOD", num_moduli), ("NIN", parts), ("NPAIRS", npairs), ("LP", LP),
                ("LACC", LP if npairs == 1 else LP + max(shifts) + 1), ("EPILOGUE_CRT", 1),
-               ("OUT_T", _OUT_T[np.dtype(out_dtype)]))
+               ("OUT_T", _OUT_T[np.dtype(out_dtype)])) + ((("RESIDUAL", 1),) if residual else ())
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
     tail = (shift_table, cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
-            cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(m * n), np.int64(n))
+            cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(m * n), np.int64(n),
+            rhos[0], rhos[-1])
     _fused_launch(defines, (num_moduli, True), a_stacks, b_stacks, slices_b, m, n, batch, m, n,
                   npairs * num_moduli * nout, tail)
-    return outs
+    return outs + rhos if residual else outs
 
 
 def bound_maxima(ahat, bhat, batch=1):
@@ -969,24 +977,28 @@ def exact_residual(a, xs, b, a_figures=None):
 
 # ------------------------------------------------------------- certified mode --
 
-def uncertified(C, side_a, side_b, ieee_a, ieee_b, K):
+def uncertified(C, side_a, side_b, ieee_a, ieee_b, K, residuals=None):
     """As scheme.uncertified, in one pass over the parts (kernels/certify.cu): the
     bound, the gaps and the test per entry in registers, the failing entries
-    counted per matrix by the kernel (one small transfer)."""
+    counted per matrix by the kernel (one small transfer).  ``residuals``: the
+    parts' rounding residuals, for exact mode's test (correctly rounded)."""
     parts = [cupy.ascontiguousarray(c) for c in C]
+    rhos = [np.uint64(0)] if residuals is None else [cupy.ascontiguousarray(r, dtype=cupy.float64)
+                                                      for r in residuals]
     batch, rows, cols = parts[0].shape
     bad = cupy.empty(parts[0].shape, dtype=cupy.bool_)
     failing = cupy.zeros(batch, dtype=cupy.int32)
     count = batch * rows * cols
     if count:
-        kern = _kernel("certify.cu", "uncertified", (("OUT_T", _OUT_T[np.dtype(parts[0].dtype)]),), _device())
+        kern = _kernel("certify.cu", "uncertified", (("OUT_T", _OUT_T[np.dtype(parts[0].dtype)]),)
+                       + ((("RESIDUAL", 1),) if residuals is not None else ()), _device())
         sides = []
         for (S, e, beta, exact), ieee in ((side_a, ieee_a), (side_b, ieee_b)):
             sides += [cupy.ascontiguousarray(S, dtype=cupy.float64), cupy.ascontiguousarray(e, dtype=cupy.int64),
                       cupy.ascontiguousarray(beta, dtype=cupy.int64), cupy.ascontiguousarray(exact, dtype=cupy.bool_),
                       cupy.ascontiguousarray(ieee, dtype=cupy.bool_)]
         kern(*_grid(count), (parts[0], parts[-1], np.int32(len(parts)), np.int64(rows), np.int64(cols),
-                             np.int64(count), *sides, np.float64(K), bad, failing))
+                             np.int64(count), *sides, np.float64(K), bad, failing, rhos[0], rhos[-1]))
     return bad, [int(v) for v in failing.get()]
 
 

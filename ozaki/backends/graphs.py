@@ -1,7 +1,7 @@
 """Repeated small products on the GPU as replayed CUDA graphs.
 
 A small product is host-bound: at 512^2 its kernels take 0.09 ms of a 0.71 ms call
-(bench/results/2026-12-04-7453d6b/kernels_matmul_512.txt), the rest is Python and
+(bench/results/2026-12-04-a9b41de/kernels_matmul_512.txt), the rest is Python and
 about twenty launches.  The finite pipeline (operand rows, plan, residues, the
 fused kernel, the flags' reduction) launches the same kernels with the same sizes
 whenever the shapes and options are the same: nothing in it depends on the data

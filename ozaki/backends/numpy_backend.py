@@ -220,9 +220,10 @@ def gemm_fp32_digits(Da, Dbt, batch=1):
     return _batched_matmul(Da, Dbt, batch, np.float32)
 
 
-def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64):
+def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False):
     """CRT each pair's products, add them into one Kulisch accumulator, round once to
-    ``out_dtype`` (float64 or float32: kulisch.round_to).
+    ``out_dtype`` (float64 or float32: kulisch.round_to).  ``residual``: each output's
+    rounding residual (round_to's, float64) after the outputs.
 
     products: per slice pair a tuple of int arrays (m_mod, rows, cols): (P,) for
     a real product, (P1, P2, P3) = (Ar Br, Ai Bi, (Ar + Ai)(Br + Bi)) for a
@@ -245,8 +246,8 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64):
     outs = []
     for o in range(nout):
         kulisch.normalize(acc[o])
-        outs.append(kulisch.round_to(acc[o], beta_a[:, None] + beta_b[None, :], out_dtype))
-    return outs
+        outs.append(kulisch.round_to(acc[o], beta_a[:, None] + beta_b[None, :], out_dtype, residual))
+    return [o for o, _ in outs] + [r for _, r in outs] if residual else outs
 
 
 # ------------------------------------------------------------- FFT zero signs --

@@ -81,7 +81,7 @@ def rounding_format(dtype):
     return info.nmant + 1, info.minexp - info.nmant
 
 
-def round_to(limbs, exponent, dtype=np.float64):
+def round_to(limbs, exponent, dtype=np.float64, residual=False):
     """Round the exact value ``int(limbs) * 2**exponent`` to ``dtype``, once.
 
     ``limbs`` normalized, shape (L, ...); ``exponent`` an int64 array broadcastable
@@ -92,6 +92,12 @@ def round_to(limbs, exponent, dtype=np.float64):
     A zero value gives +0.0.  The rounded value is formed in float64, where it is
     exact (at most 54 significant bits, exponent within float64's range or
     beyond it as inf), and its cast to ``dtype`` is exact too: no double rounding.
+
+    ``residual``: also return x - RN(x) rounded once to float64 (exact mode by Ziv's
+    strategy decides from it whether a truncated product's rounding is the exact
+    product's), NaN where it is not formed: results that overflow, and float64
+    results in the subnormal range (lsb at the least subnormal's), where it may lie
+    below float64's own range.
     """
     dtype = np.dtype(dtype)
     precision, lsb_min = rounding_format(dtype)
@@ -131,7 +137,31 @@ def round_to(limbs, exponent, dtype=np.float64):
     with np.errstate(over="ignore"):         # beyond the format's range: inf, as IEEE overflow
         out = np.ldexp(q.astype(np.float64), lsb.astype(np.int32) if lsb.size else lsb).astype(dtype)
     out = np.where(is_zero, dtype.type(0), out)
-    return np.where(negative, -out, out)
+    out = np.where(negative, -out, out)
+    if not residual:
+        return out
+    return out, _residual(mag, exponent, q, lsb, negative, is_zero, out, lsb_min, dtype)
+
+
+def _residual(mag, exponent, q, lsb, negative, is_zero, out, lsb_min, dtype):
+    """x - q 2**lsb rounded to float64, for round_to's magnitude limbs ``mag`` of x
+    (kernels/rounding.cuh, residual_of): q's three 32-bit chunks taken off at limb
+    (lsb - exponent) // 32, the difference rounded by round_to.  Where lsb < exponent,
+    x has at most the format's bits and is its own rounding (0)."""
+    sh = np.maximum(lsb - exponent, 0)
+    limb = sh >> 5
+    off = (sh & 31).astype(np.uint64)
+    lo = q << off                                               # bits 0..63 of q 2**off (wrapping)
+    c0 = (lo & np.uint64(_MASK)).astype(np.int64)
+    c1 = (lo >> np.uint64(32)).astype(np.int64)
+    c2 = np.where(off > 0, q >> np.where(off > 0, np.uint64(64) - off, np.uint64(1)), np.uint64(0)).astype(np.int64)
+    rows = np.arange(mag.shape[0]).reshape((-1,) + (1,) * (mag.ndim - 1))
+    diff = mag - (np.where(rows == limb, c0, 0) + np.where(rows == limb + 1, c1, 0) + np.where(rows == limb + 2, c2, 0))
+    d = round_to(normalize(diff), exponent, np.float64)
+    rho = np.where(negative, -d, d)
+    rho = np.where(is_zero | (lsb < exponent), 0.0, rho)
+    unformed = ~np.isfinite(out) | ((lsb == lsb_min) & (np.dtype(dtype) == np.float64))
+    return np.where(unformed, np.nan, rho)
 
 
 def round_to_float64(limbs, exponent):

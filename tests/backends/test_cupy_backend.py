@@ -400,6 +400,58 @@ def test_uncertified_kernel_same_as_numpy(rng, dtype, parts):
     assert gcounts == counts and 0 < sum(counts) < batch * m * n
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("parts", [1, 2])
+def test_uncertified_kernel_with_residuals_same_as_numpy(rng, dtype, parts):
+    """exact mode's test (certify.cu RESIDUAL, correctly_rounded) marks and counts the
+    entries scheme.uncertified(residuals=...) does, residuals near half a gap, NaN
+    (not formed) and zero among them."""
+    import cupy
+    from ozaki import scheme
+    from ozaki.backends import cupy_backend, numpy_backend
+    batch, m, n = 2, 40, 30
+    C = [inputs.wide(rng, (batch, m, n), 300 if dtype == np.float64 else 40).astype(dtype) for _ in range(parts)]
+    gap = [scheme.gaps(np, np.abs(c.astype(np.float64)), np.finfo(dtype)) for c in C]
+    R = [g * (rng.random(g.shape) - 0.5) * rng.choice([1.0, 0.999999, 1e-6], g.shape) for g in gap]
+    R[0][0, 0, :3] = [np.nan, 0.0, -0.0]
+    S = lambda rows: np.ldexp(rng.random(rows) + 0.5, rng.integers(0, 62, rows))   # noqa: E731
+    side_a = (S(batch * m), rng.integers(-60, -40, batch * m), rng.integers(-120, -100, batch * m),
+              np.zeros(batch * m, dtype=bool))
+    side_b = (S(batch * n), rng.integers(-60, -40, batch * n), rng.integers(-120, -100, batch * n),
+              np.zeros(batch * n, dtype=bool))
+    ieee_a, ieee_b = rng.random(batch * m) < 0.05, np.zeros(batch * n, dtype=bool)
+    bad, counts = scheme.uncertified(numpy_backend, C, side_a, side_b, ieee_a, ieee_b, 500.0, residuals=R)
+    dev = lambda x: [cupy.asarray(v) for v in x]                                    # noqa: E731
+    gbad, gcounts = cupy_backend.uncertified(dev(C), dev(side_a), dev(side_b), cupy.asarray(ieee_a),
+                                             cupy.asarray(ieee_b), 500.0, residuals=dev(R))
+    assert np.array_equal(cupy.asnumpy(gbad), bad)
+    assert gcounts == counts and 0 < sum(counts) < batch * m * n
+
+
+@pytest.mark.parametrize("path", ["fused", "cublas", "cutlass"])
+@pytest.mark.parametrize("complex_", [False, True])
+def test_epilogue_residuals_same_as_numpy(rng, path, complex_):
+    """The epilogues' rounding residuals (epilogue.cu and fused.cu, RESIDUAL) are numpy's
+    (kulisch.round_to(residual=True)) on every product path, real and complex."""
+    import cupy
+    from ozaki import scheme
+    from ozaki.backends import cupy_backend, numpy_backend
+    A, B = inputs.wide(rng, (1, 70, 90), 30), inputs.wide(rng, (1, 90, 50), 30)
+    if complex_:
+        A, B = A + 1j * inputs.wide(rng, A.shape, 30), B - 1j * inputs.wide(rng, B.shape, 30)
+    if path == "cutlass" and cupy_backend.residue_gemm_available() is not True:
+        pytest.skip("the residue GEMM is not built here")
+    got = []
+    for be, X, Y in ((numpy_backend, A, B), (cupy_backend, cupy.asarray(A), cupy.asarray(B))):
+        C, _, _ = scheme._finite_piece(X, Y, "accurate", 20, be, be.default_workspace(), complex_, "int8", path,
+                                       np.dtype(np.float64), residual=True)
+        got.append([np.asarray(c if be is numpy_backend else cupy.asnumpy(c)) for c in C])
+    assert len(got[0]) == len(got[1]) == (4 if complex_ else 2)
+    for c, g in zip(*got):
+        assert np.array_equal(np.isnan(c), np.isnan(g))
+        assert np.array_equal(np.where(np.isnan(c), 0, c).view(np.int64), np.where(np.isnan(g), 0, g).view(np.int64))
+
+
 @pytest.mark.parametrize("out_dtype", [np.float64, np.float32])
 def test_exact_entries_against_fractions(rng, out_dtype):
     """kernels/exact_dot.cu's exact_entries: each entry the correctly rounded exact dot

@@ -1,5 +1,6 @@
 """kernels/kulisch.cuh's round_to, built for the host with a C++ compiler, against
-ozaki.crt.kulisch.round_to and reference.round_fraction32 / Python's float(Fraction).
+ozaki.crt.kulisch.round_to and reference.round_fraction32 / Python's float(Fraction);
+with its residual x - RN(x) (exact mode's test, Ziv's strategy) against Fractions.
 
 The device-only qualifiers and intrinsics the header uses are stubbed (see HOST);
 the rounding code is the header's own, so its float64 and float32 formats are checked
@@ -23,7 +24,7 @@ HOST = r"""
 #include <cstdio>
 #include <cstdint>
 #include <cstring>
-using std::fma; using std::ldexp;
+using std::fma; using std::ldexp; using std::isinf;
 #define __device__
 #define __forceinline__ inline
 #define __constant__
@@ -32,6 +33,7 @@ static inline double __hiloint2double(int hi, int lo) {
     uint64_t b = ((uint64_t)(uint32_t)hi << 32) | (uint32_t)lo; double d; memcpy(&d, &b, 8); return d; }
 static inline long long __double_as_longlong(double x) { long long b; memcpy(&b, &x, 8); return b; }
 static inline float __int_as_float(int b) { float f; memcpy(&f, &b, 4); return f; }
+static inline double __longlong_as_double(long long b) { double d; memcpy(&d, &b, 8); return d; }
 #define LP 1
 double MOD_INV[1] = {1.0}, MOD_P[1] = {1.0}, CRT_C[1][1] = {{1.0}}, CRT_P[1] = {1.0};
 #define CRT_INV_P 1.0
@@ -40,9 +42,12 @@ int main() {      // stdin: "bits exponent limb0 .. limb5" per line; stdout: the
     int fmt; long long e, a[NL];
     while (scanf("%d %lld", &fmt, &e) == 2) {
         for (int l = 0; l < NL; ++l) if (scanf("%lld", &a[l]) != 1) return 1;
-        if (fmt == 64) { double r = round_to<NL, double>(a, e); unsigned long long b; memcpy(&b, &r, 8);
-                         printf("%llu\n", b); }
-        else { float r = round_to<NL, float>(a, e); unsigned int b; memcpy(&b, &r, 4); printf("%u\n", b); }
+        double rho = 0.0;
+        unsigned long long rb;
+        if (fmt == 64) { double r = round_to<NL, double, true>(a, e, &rho); unsigned long long b; memcpy(&b, &r, 8);
+                         memcpy(&rb, &rho, 8); printf("%llu %llu\n", b, rb); }
+        else { float r = round_to<NL, float, true>(a, e, &rho); unsigned int b; memcpy(&b, &r, 4);
+               memcpy(&rb, &rho, 8); printf("%u %llu\n", b, rb); }
     }
     return 0;
 }
@@ -82,11 +87,19 @@ def test_device_rounding_matches_python_and_reference(host_round):
     lines = [f"{fmt} {e} " + " ".join(str(int(v)) for v in kulisch.from_int(x, NL)) for fmt, e, x in todo]
     got = subprocess.run([host_round], input="\n".join(lines) + "\n", capture_output=True, text=True,
                          check=True).stdout.split()
-    assert len(got) == len(todo)
-    for (fmt, e, x), g in zip(todo, got):
+    assert len(got) == 2 * len(todo)
+    for (fmt, e, x), g, grho in zip(todo, got[0::2], got[1::2]):
         dt, ut = (np.float32, np.uint32) if fmt == 32 else (np.float64, np.uint64)
-        py = kulisch.round_to(kulisch.from_int(x, NL).reshape(NL, 1), np.array([e]), dt)[0]
+        py, py_rho = (v[0] for v in kulisch.round_to(kulisch.from_int(x, NL).reshape(NL, 1), np.array([e]), dt,
+                                                      residual=True))
         f = Fraction(x) * Fraction(2) ** e
         ref = round_fraction32(f) if fmt == 32 else round_fraction(f)
         want = int(np.array(ref, dtype=dt).view(ut))
         assert int(g) == int(np.array(py).view(ut)) == want, (fmt, e, x)
+        # the residual x - RN(x), rounded once to float64 (NaN where not formed: overflow,
+        # float64's subnormal range), the same bits on the device code and in numpy
+        rho = np.array(int(grho), dtype=np.uint64).view(np.float64)
+        if np.isnan(py_rho):
+            assert np.isnan(rho) and (not np.isfinite(ref) or abs(ref) < 2.0 ** -1021), (fmt, e, x)
+        else:
+            assert float(rho) == float(py_rho) == round_fraction(f - Fraction(float(ref))), (fmt, e, x)

@@ -6,7 +6,9 @@
 // elementwise operations took ~80 ms of a certified 16384^2 product on the H200
 // (bound 53, test 29: a dozen temporaries of m n float64; run fa469aa).
 //
-// Compile-time: OUT_T, the parts' type (double or float).
+// Compile-time: OUT_T, the parts' type (double or float); RESIDUAL: the test is
+// exact mode's (correctly_rounded, on the epilogue's rounding residuals rho0, rho1)
+// instead of certified's (faithful).
 
 #include "certify.cuh"
 
@@ -33,7 +35,8 @@ extern "C" __global__ void uncertified(const OUT_T* __restrict__ c0, const OUT_T
                                        const double* __restrict__ S_b, const long long* __restrict__ e_b,
                                        const long long* __restrict__ beta_b, const bool* __restrict__ exact_b,
                                        const bool* __restrict__ ieee_b,
-                                       double K, bool* __restrict__ bad, int* __restrict__ failing) {
+                                       double K, bool* __restrict__ bad, int* __restrict__ failing,
+                                       const double* __restrict__ rho0, const double* __restrict__ rho1) {
     // Entry v of the (batch, rows, cols) stack: matrix g, row g rows + i of the
     // factors of A, column g cols + j of those of B.
     for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < count;
@@ -46,7 +49,12 @@ extern "C" __global__ void uncertified(const OUT_T* __restrict__ c0, const OUT_T
             BoundSide a = {S_a[i], e_a[i], beta_a[i], exact_a[i]};
             BoundSide b = {S_b[j], e_b[j], beta_b[j], exact_b[j]};
             double delta = error_bound(a, b, K);
+#ifdef RESIDUAL
+            fail = !correctly_rounded<OUT_T>(widened(c0[v]), rho0[v], delta)
+                || (parts == 2 && !correctly_rounded<OUT_T>(widened(c1[v]), rho1[v], delta));
+#else
             fail = !faithful<OUT_T>(widened(c0[v]), delta) || (parts == 2 && !faithful<OUT_T>(widened(c1[v]), delta));
+#endif
         }
         bad[v] = fail;
         if (fail) atomicAdd(failing + g, 1);

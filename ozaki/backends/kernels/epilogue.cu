@@ -14,6 +14,8 @@
 //   SINGLE_PAIR  defined when there is one slice pair (fast/accurate modes)
 //   COMPLEX      defined for complex products (three inputs, two outputs a pair)
 //   OUT_T        the output type, double (default) or float: the format rounded to
+//   RESIDUAL     defined: also each output's rounding residual x - RN(x), as double,
+//                into rho0 / rho1 (rounding.cuh; exact mode's test, Ziv's strategy)
 // and the constant tables MOD_P, MOD_INV, CRT_C (NMOD x LP limbs of c_i),
 // CRT_P (LP limbs of P) and CRT_INV_P from cupy_backend._constant_tables.
 
@@ -39,7 +41,8 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
                                     const long long* __restrict__ beta_a,
                                     const long long* __restrict__ beta_b,
                                     OUT_T* __restrict__ out0, OUT_T* __restrict__ out1,
-                                    long long out_stride) {
+                                    long long out_stride,
+                                    double* __restrict__ rho0, double* __restrict__ rho1) {
     // Every product array has shape (NMOD, rows, cols) with the same strides (in
     // elements; the last axis contiguous): they come from one GEMM routine.
     for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < rows * cols;
@@ -102,10 +105,18 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
         long long e = beta_a[row] + beta_b[col];
         long long at = row * out_stride + col;
         normalize(acc[0], LACC);
+#ifdef RESIDUAL
+        out0[at] = round_to<LACC, OUT_T, true>(acc[0], e, rho0 + at);
+#else
         out0[at] = round_to<LACC, OUT_T>(acc[0], e);
+#endif
 #ifdef COMPLEX
         normalize(acc[1], LACC);
+#ifdef RESIDUAL
+        out1[at] = round_to<LACC, OUT_T, true>(acc[1], e, rho1 + at);
+#else
         out1[at] = round_to<LACC, OUT_T>(acc[1], e);
+#endif
 #endif
     }
 }

@@ -33,7 +33,8 @@
 // Compile-time: NMOD, NIN (1 or 3), NPAIRS (slice pairs), LP and LACC (limbs
 // of one CRT value and of the accumulator), BM, BN, WARPS_M, WARPS_N, BK
 // (inner-dimension bytes per pipeline stage), STAGES, one of EPILOGUE_CRT /
-// EPILOGUE_BOUND, and the constant tables of kulisch.cuh.
+// EPILOGUE_BOUND (with EPILOGUE_CRT, RESIDUAL: also the outputs' rounding residuals,
+// as epilogue.cu), and the constant tables of kulisch.cuh.
 
 #include "kulisch.cuh"
 
@@ -199,7 +200,8 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
       const long long* __restrict__ beta_a,             // (batch * m,), by row of the A stacks
       const long long* __restrict__ beta_b,             // (batch * n,)
       OUT_T* __restrict__ out0, OUT_T* __restrict__ out1,
-      long long out_gstride, long long out_rstride
+      long long out_gstride, long long out_rstride,
+      double* __restrict__ rho0, double* __restrict__ rho1    // RESIDUAL: the rounding residuals
 #else
       int* __restrict__ row_max, int* __restrict__ col_max   // (batch * m,), (batch * n,), zeroed
 #endif
@@ -366,10 +368,18 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
         long long e = beta_a[a_row0 + r] + beta_b[b_row0 + c];
         long long at = g * out_gstride + (long long)(i0 + r) * out_rstride + j0 + c;
         normalize(acc_l[0], LACC);
+#ifdef RESIDUAL
+        out0[at] = round_to<LACC, OUT_T, true>(acc_l[0], e, rho0 + at);
+#else
         out0[at] = round_to<LACC, OUT_T>(acc_l[0], e);
+#endif
 #if NOUT == 2
         normalize(acc_l[1], LACC);
+#ifdef RESIDUAL
+        out1[at] = round_to<LACC, OUT_T, true>(acc_l[1], e, rho1 + at);
+#else
         out1[at] = round_to<LACC, OUT_T>(acc_l[1], e);
+#endif
 #endif
     }
 #endif

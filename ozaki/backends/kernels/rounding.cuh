@@ -16,14 +16,51 @@ template <typename F> struct Format;
 template <> struct Format<double> { static constexpr int PREC = 53, LSB_MIN = -1074; };
 template <> struct Format<float> { static constexpr int PREC = 24, LSB_MIN = -149; };
 
+template <int L, typename F = double, bool WITH_RESIDUAL = false>
+__device__ __forceinline__ F round_to(long long* a, long long exponent, double* residual = nullptr);
+
+// x - q 2**lsb for the magnitude limbs a of x = int(a) 2**exponent, rounded to double
+// (the helper of round_to's residual; a is overwritten).  q 2**lsb is a multiple of
+// 2**exponent unless lsb < exponent, where x has at most PREC bits and is its own
+// rounding.  Its three 32-bit chunks are taken off at limb sh / 32, the loop over every
+// limb (predicated, unrolled) keeping the limbs in registers.
+template <int L, typename F>
+__device__ __forceinline__ double residual_of(long long* a, long long exponent, unsigned long long q,
+                                              long long lsb, bool negative) {
+    constexpr int LSB_MIN = Format<F>::LSB_MIN;
+    double r = ldexp((double)q, lsb > 4096 ? 4096 : (int)lsb);
+    double zero = (double)(sizeof(F) - sizeof(F));
+    if (isinf((F)r) || (sizeof(F) == 8 && lsb == LSB_MIN)) return zero / zero;     // NaN
+    if (lsb < exponent) return 0.0;
+    long long sh = lsb - exponent;
+    long long limb = sh >> 5;
+    int off = (int)(sh & 31);
+    unsigned long long lo = q << off;                               // bits 0..63 of q 2**off
+    long long c0 = (long long)(lo & 0xFFFFFFFFULL), c1 = (long long)(lo >> 32);
+    long long c2 = off ? (long long)(q >> (64 - off)) : 0;          // bits 64..95 (q < 2**54)
+#pragma unroll
+    for (int l = 0; l < L; ++l)
+        a[l] -= (l == limb ? c0 : 0) + (l == limb + 1 ? c1 : 0) + (l == limb + 2 ? c2 : 0);
+    normalize(a, L);
+    double d = round_to<L, double, false>(a, exponent);
+    return negative ? -d : d;
+}
+
 // RN(int(a) * 2**exponent) in the format F, rounded once, for normalized
 // limbs a; a is overwritten.  The rounded value is formed in a double, where
 // it is exact (at most PREC + 1 <= 54 bits; beyond double's range only if it
 // overflows F too), so its conversion to F is exact: no double rounding.
 // L is a compile-time constant at every call, so the loops unroll and the
 // limbs stay in registers (no run-time index into a[]).
-template <int L, typename F = double>
-__device__ __forceinline__ F round_to(long long* a, long long exponent) {
+//
+// With WITH_RESIDUAL (exact mode by Ziv's strategy: scheme._exact_by_test), also
+// *residual = x - RN(x) rounded once to double (ozaki/crt/kulisch.py's
+// round_to(residual=True)): q 2**lsb subtracted from the magnitude's limbs, the
+// difference rounded by the same code.  NaN where it is not formed: results
+// that overflow, and double results in the subnormal range, where the residual
+// may lie below double's own.
+template <int L, typename F, bool WITH_RESIDUAL>
+__device__ __forceinline__ F round_to(long long* a, long long exponent, double* residual) {
     constexpr int PREC = Format<F>::PREC, LSB_MIN = Format<F>::LSB_MIN;
     bool negative = a[L - 1] < 0;
     if (negative) {
@@ -43,7 +80,10 @@ __device__ __forceinline__ F round_to(long long* a, long long exponent) {
         prev2 = prev1;
         prev1 = cur;
     }
-    if (top < 0) return F(0);
+    if (top < 0) {
+        if constexpr (WITH_RESIDUAL) *residual = 0.0;
+        return F(0);
+    }
     int bl = 64 - __clzll(l2);                     // 1..32
     unsigned long long T = (l2 << (64 - bl)) | (l1 << (32 - bl)) | (l0 >> bl);
     sticky |= (l0 & ((1ULL << bl) - 1)) != 0;
@@ -57,6 +97,7 @@ __device__ __forceinline__ F round_to(long long* a, long long exponent) {
         unsigned long long half = 1ULL << (d - 1);
         if (rem > half || (rem == half && (sticky || (q & 1ULL)))) q += 1;
     }
+    if constexpr (WITH_RESIDUAL) *residual = residual_of<L, F>(a, exponent, q, lsb, negative);
     if constexpr (sizeof(F) == 4) {
         // float32 subnormals (lsb at its least) from their bits: q 2**-149 has the
         // bits q, also where rounding carried into the least normal (q = 2**23, 2**24).
