@@ -44,6 +44,9 @@
 #   replays   the graphs' and the FFT's one-pass complex products' GPU tests, eager against replayed with a
 #             cProfile of replays, the crossover's small products, the FFT's 1-D, batch and 256^3 times,
 #             kernels of a 2^16-point transform
+#   ziv       exact mode by Ziv's strategy: the GPU tests of the residuals, the test kernel and exact mode's
+#             same bits (and the graphs'), then exact both ways beside certified at 16384 (N(0,1), phi 1, 3, 6)
+#             and at 4096
 #   probe     where small products, GEMMs up to 16384 and FFTs spend their time: GPU time per kernel
 #             against the wall time of a call, the host's cProfile; a CUDA-graph replay of small
 #             products (bench.graph_probe); certified's cProfile and its time at 16384 (as certify)
@@ -51,7 +54,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -142,6 +145,14 @@ elif [ "$profile" = graphs ]; then   # CUDA-graph replays of small products
         --junitxml="$W/gpu_graphs.xml"
     stage graph_probe 80 python3 -m bench.graph_probe --out "$W/graph_probe.json"
     stage crossover 120 python3 -m bench.crossover --out "$W/crossover.json"
+elif [ "$profile" = ziv ]; then
+    stage gpu_ziv 170 python3 -m pytest -q -x --durations=6 -m gpu tests/backends/test_cupy_backend.py \
+        tests/backends/test_graphs.py -k "residual or uncertified or exact or certif or graphs or replay" \
+        -p no:cacheprovider --junitxml="$W/gpu_ziv.xml"
+    stage certified 230 python3 -m bench.certified --n 16384 --families normal phi1 phi3 phi6 --moduli 22 \
+        --repeats 2 --out "$W/certified.json"
+    stage certified_4k 30 python3 -m bench.certified --n 4096 --families normal phi3 --moduli 21 --repeats 3 \
+        --out "$W/certified_4k.json"
 elif [ "$profile" = replays ]; then
     stage gpu_replays 200 python3 -m pytest -q --durations=8 -m gpu tests/backends/test_graphs.py \
         tests/fft/test_fft_gpu.py -p no:cacheprovider --junitxml="$W/gpu_replays.xml"
@@ -298,7 +309,7 @@ echo "== GPU tests =="; for f in "$W"/gpu_*.txt; do echo "$(basename $f):"; grep
 echo "== durations =="; grep -h -A10 "slowest" "$W"/gpu_*.txt | head -24
 [ -f "$W/crossover.txt" ] && { echo "== fused vs cuBLAS path =="; grep -E "^(stack|square|skinny|complex|best)" "$W/crossover.txt"; }
 for f in linalg linalg_32k dask; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -15 "$W/$f.txt"; }; done
-[ -f "$W/certified.txt" ] && { echo "== certified =="; tail -48 "$W/certified.txt"; }
+for f in certified certified_4k; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -48 "$W/$f.txt"; }; done
 [ -f "$W/steps.txt" ] && { echo "== time split =="; cat "$W/steps.txt"; }
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
