@@ -955,12 +955,16 @@ def _finite_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrat
 # Exact mode by Ziv's strategy where the backend recomputes single entries exactly
 # (exact_entries: the GPU): accurate's scaling with certified's moduli count, the
 # epilogue's rounding residuals, and the entries that the bound does not prove
-# correctly rounded (rounded_entries) recomputed exactly; the rest of exact mode's
-# slices (24 moduli and a second slice for N(0,1) rows at n = 16384) are not run.
-# The same bits as the exact pipeline: every entry is the correctly rounded exact
-# product either way.  Wide data, where most entries fail, falls back to exact-mode
-# blocks of the failing rows (_certify's cost model).
-EXACT_BY_TEST = True
+# correctly rounded (rounded_entries) recomputed exactly, instead of exact mode's
+# slices.  The same bits as the slices: every entry is the correctly rounded exact
+# product either way (GPU tests, and bench.certified's same_bits).  Off by default:
+# on the H200 (run 7271929, n = 16384) it was slower than the slices on every
+# family: N(0,1) 232.7 against 174.4 ms (24069 entries failed the correct-rounding
+# test, about 50 ms of exact dot products), phi = 1 231.3 / 189.9, phi = 3 245.1 /
+# 240.7, phi = 6 620.4 / 333.1 (most entries fail: exact-mode blocks of the whole
+# matrix); n = 4096 7.4 / 4.6 ms.  It pays once single entries cost less than a few
+# hundred multiply-adds of exact mode each (exact_entries runs ~5e9 terms/s there).
+EXACT_BY_TEST = False
 
 
 def _by_test(backend, A, B, mode, num_moduli, substrate):

@@ -18,6 +18,7 @@ from tests.test_certified import exact_entries_from_fractions
 
 @pytest.fixture
 def by_test(monkeypatch):
+    monkeypatch.setattr(scheme, "EXACT_BY_TEST", True)
     monkeypatch.setattr(numpy_backend, "exact_entries", exact_entries_from_fractions, raising=False)
 
 
@@ -111,6 +112,7 @@ def test_property_correctly_rounded(spread, k, cancel, seed):
         A[:, k // 2: 2 * (k // 2)] = A[:, :k // 2]
         B[k // 2: 2 * (k // 2)] = -B[:k // 2] * (1 + 2.0 ** -40)
     with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scheme, "EXACT_BY_TEST", True)
         mp.setattr(numpy_backend, "exact_entries", exact_entries_from_fractions, raising=False)
         with np.errstate(all="ignore"):
             C = ozaki.matmul(A, B, mode="exact")

@@ -428,6 +428,27 @@ def test_uncertified_kernel_with_residuals_same_as_numpy(rng, dtype, parts):
     assert gcounts == counts and 0 < sum(counts) < batch * m * n
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.float32])
+@pytest.mark.parametrize("spread", [0, 60, 400])
+def test_exact_by_test_same_bits(rng, monkeypatch, dtype, spread):
+    """Exact mode by Ziv's strategy on the device (scheme.EXACT_BY_TEST; off by default)
+    gives the CPU's exact-mode bits (its slices), specials and signed zeros included."""
+    from ozaki import scheme
+    monkeypatch.setattr(scheme, "EXACT_BY_TEST", True)
+    spread = min(spread, 40) if dtype == np.float32 else spread
+    A, B = inputs.wide(rng, (3, 40, 70), spread), inputs.wide(rng, (3, 70, 30), spread)
+    if dtype == np.complex128:
+        A, B = A + 1j * inputs.wide(rng, A.shape, spread), B - 1j * inputs.wide(rng, B.shape, spread)
+    A[0, 1] = -0.0
+    B[1, :, 2] = np.nan if dtype != np.float32 else 0.0
+    A, B = A.astype(dtype), B.astype(dtype)
+    cpu, gpu = both(A, B, mode="exact")
+    assert scheme.certify_counts["entries"] == 3 * 40 * 30, "the route by test did not run on the device"
+    nan = np.isnan(cpu)
+    assert np.array_equal(nan, np.isnan(gpu))
+    assert np.where(nan, 0, cpu).tobytes() == np.where(nan, 0, gpu).tobytes()
+
+
 @pytest.mark.parametrize("path", ["fused", "cublas", "cutlass"])
 @pytest.mark.parametrize("complex_", [False, True])
 def test_epilogue_residuals_same_as_numpy(rng, path, complex_):
