@@ -37,16 +37,18 @@ def run(n, family, moduli, repeats):
                                repeats=repeats)
         rows.append({"family": family, "what": f"certified:{m}", "ms": t, **scheme.certify_counts})
     default = scheme.EXACT_BY_TEST
-    scheme.EXACT_BY_TEST = False
-    t, _ = common.time_gpu(lambda: ozaki.matmul(A, B, mode="exact"), warmup=1, repeats=repeats)
-    slices = ozaki.matmul(A, B, mode="exact")
-    rows.append({"family": family, "what": "exact (slices)", "ms": t})
-    scheme.EXACT_BY_TEST = True
-    t, _ = common.time_gpu(lambda: ozaki.matmul(A, B, mode="exact"), warmup=1, repeats=repeats)
-    tested = ozaki.matmul(A, B, mode="exact")
-    rows.append({"family": family, "what": "exact (by test)", "ms": t, **scheme.certify_counts,
-                 "same_bits": bool(cupy.array_equal(slices.view(cupy.int64), tested.view(cupy.int64)))})
-    scheme.EXACT_BY_TEST = default
+    try:
+        scheme.EXACT_BY_TEST = False
+        t, _ = common.time_gpu(lambda: ozaki.matmul(A, B, mode="exact"), warmup=1, repeats=repeats)
+        slices = ozaki.matmul(A, B, mode="exact")
+        rows.append({"family": family, "what": "exact (slices)", "ms": t})
+        scheme.EXACT_BY_TEST = True
+        t, _ = common.time_gpu(lambda: ozaki.matmul(A, B, mode="exact"), warmup=1, repeats=repeats)
+        tested = ozaki.matmul(A, B, mode="exact")
+        rows.append({"family": family, "what": "exact (by test)", "ms": t, **scheme.certify_counts,
+                     "same_bits": bool(cupy.array_equal(slices.view(cupy.int64), tested.view(cupy.int64)))})
+    finally:
+        scheme.EXACT_BY_TEST = default
     del slices, tested
     # the two certification steps alone, at the last count: the test's pass over C and the
     # exact dot products of the failing entries

@@ -31,9 +31,11 @@ def main(argv=None):
         A, B = (cupy.asarray(rng.standard_normal(shape)) for _ in range(2))
         t_native, _ = common.time_gpu(lambda: A @ B, repeats=a.repeats)
         graphs.ENABLED = False
-        eager = ozaki.matmul(A, B)
-        t_eager, _ = common.time_gpu(lambda: ozaki.matmul(A, B), repeats=a.repeats)
-        graphs.ENABLED = True
+        try:
+            eager = ozaki.matmul(A, B)
+            t_eager, _ = common.time_gpu(lambda: ozaki.matmul(A, B), repeats=a.repeats)
+        finally:
+            graphs.ENABLED = True
         t_graph, _ = common.time_gpu(lambda: ozaki.matmul(A, B), repeats=a.repeats)
         replayed = ozaki.matmul(A, B)
         same = bool(cupy.array_equal(eager.view(cupy.int64), replayed.view(cupy.int64)))

@@ -648,14 +648,16 @@ def rounded_entries(backend, C, rho, delta, ieee):
     rounding residual, kulisch.round_to's) lies within Delta of the exact one, and
     (|rho| + Delta)(1 + 2**-50) stays below half the smaller gap beside C, so no value
     within Delta of x crosses a rounding boundary of C; or ``ieee``.  A NaN rho (not
-    formed) or a non-finite C is not (kernels/certify.cuh, correctly_rounded)."""
+    formed), a non-finite C or a zero C is not (kernels/certify.cuh, correctly_rounded):
+    the bound leaves a zero's sign open (float32's half gap at zero exceeds the bound's
+    2**-1071 floor, so an exact value of either sign may lie within it)."""
     xp = backend.xp
     wide = C if C.dtype == np.float64 else backend.widen(C)
     a = xp.abs(wide)
     finite = xp.isfinite(a)
     gap = gaps(xp, xp.where(finite, a, 0.0), np.finfo(C.dtype))
     with np.errstate(over="ignore", invalid="ignore"):
-        return ieee | (finite & ((xp.abs(rho) + delta) * (1.0 + 2.0 ** -50) < 0.5 * gap))
+        return ieee | (finite & (a != 0) & ((xp.abs(rho) + delta) * (1.0 + 2.0 ** -50) < 0.5 * gap))
 
 
 # Without the backend's exact_entries (the CPU), or where the exact dot's window

@@ -119,3 +119,14 @@ def test_property_correctly_rounded(spread, k, cancel, seed):
     with np.errstate(all="ignore"):
         ref = reference_product(A, B)
     assert same_bits(C, ref)
+
+
+def test_zero_results_keep_the_exact_sign(by_test):
+    """A float32 result that rounds to zero from a value of either sign: the bound cannot
+    decide the zero's sign, so such entries are recomputed (the review's case: -2**-209
+    truncated to x = 0 came back +0)."""
+    A = np.array([[-(2.0 ** -149), 2.0 ** -60], [2.0 ** -149, 2.0 ** -60]], dtype=np.float32)
+    B = np.array([[2.0 ** -60, 1.0], [-(2.0 ** -149), 0.5]], dtype=np.float32)
+    C = ozaki.matmul(A, B, mode="exact")
+    assert same_bits(C, reference_product(A, B))
+    assert np.signbit(C[0, 0]) and C[0, 0] == 0

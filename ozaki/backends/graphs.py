@@ -88,8 +88,10 @@ def replayed(key, finite, A, B):
         if graph is not None:
             _graphs.move_to_end(key)
         else:
-            _calls[key] += 1
-            ready = _calls[key] >= CAPTURE_AFTER and key not in _refused
+            # a call counts once it has run: the capture then finds the device tables the
+            # kernels read (cupy_backend._pow2, ...) made by an eager call in CuPy's own
+            # pool, not in the graph's, which is freed with the graph
+            ready = _calls[key] > 0 and _calls[key] + 1 >= CAPTURE_AFTER and key not in _refused
     if graph is None and ready:
         try:
             graph = _Graph(finite, A, B)
@@ -98,7 +100,10 @@ def replayed(key, finite, A, B):
                 _refused.add(key)
     if graph is None:
         C, found = finite(A, B)
-        return C, int(found)
+        found = int(found)
+        with _lock:
+            _calls[key] += 1
+        return C, found
     if key not in _graphs:
         with _lock:
             _graphs[key] = graph

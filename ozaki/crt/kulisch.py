@@ -159,9 +159,11 @@ def _residual(mag, exponent, q, lsb, negative, is_zero, out, lsb_min, dtype):
     diff = mag - (np.where(rows == limb, c0, 0) + np.where(rows == limb + 1, c1, 0) + np.where(rows == limb + 2, c2, 0))
     d = round_to(normalize(diff), exponent, np.float64)
     rho = np.where(negative, -d, d)
-    rho = np.where(is_zero | (lsb < exponent), 0.0, rho)
+    # ``exponent`` counts the two zero limbs round_to put below; the device's test is on
+    # the caller's exponent (and +0 for an x that is its own rounding, as there)
+    rho = np.where(lsb < exponent + 2 * LIMB_BITS, 0.0, rho)
     unformed = ~np.isfinite(out) | ((lsb == lsb_min) & (np.dtype(dtype) == np.float64))
-    return np.where(unformed, np.nan, rho)
+    return np.where(is_zero, 0.0, np.where(unformed, np.nan, rho))
 
 
 def round_to_float64(limbs, exponent):

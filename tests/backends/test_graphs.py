@@ -93,6 +93,7 @@ def test_replays_from_threads(rng, graphs):
         t.join()
     for j, (e, g) in enumerate(zip(expected, got)):
         assert same_bits(e, g), j
+    assert len(graphs._graphs) == 1, "the shape was not captured"
 
 
 def test_graphs_off_and_large_products_stay_eager(rng, graphs, monkeypatch):

@@ -66,11 +66,11 @@ __device__ __forceinline__ bool faithful(double c, double delta) {
 // truncated product x, rounding.cuh) is proved correctly rounded, the exact product
 // lying within delta of x (scheme.rounded_entries, exact mode by Ziv's strategy):
 // (|rho| + delta)(1 + 2**-50) below half the smaller gap beside c, so that no value
-// within delta of x crosses a rounding boundary of c.  A NaN rho (not formed) or a
-// non-finite c is not.
+// within delta of x crosses a rounding boundary of c.  A NaN rho (not formed), a
+// non-finite c or a zero c is not (the bound leaves a zero's sign open).
 template <typename F>
 __device__ __forceinline__ bool correctly_rounded(double c, double rho, double delta) {
     double a = fabs(c);
-    if (!isfinite(a)) return false;
+    if (!isfinite(a) || a == 0.0) return false;
     return __dmul_rn(__dadd_rn(fabs(rho), delta), 1.0 + 0x1p-50) < __dmul_rn(0.5, gap<F>(a));
 }
