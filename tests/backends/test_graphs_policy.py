@@ -1,0 +1,161 @@
+"""The CUDA-graph cache's policy (ozaki/backends/graphs.py) on the CPU, over a stand-in for
+CuPy that records what would be launched: the first call of a shape runs eagerly, the
+second captures once (an eager warm run, then the capture) and replays; later calls only
+replay; a call that raises does not count; a shape whose capture fails stays eager; the
+cache keeps CACHE_ENTRIES shapes, least recently used dropped; graphs off, or a caller
+capturing its own graph, run eagerly.  The GPU tests (test_graphs.py) check the bits."""
+
+import importlib.util
+import os
+import sys
+import types
+
+import pytest
+
+GRAPHS = os.path.join(os.path.dirname(__file__), "..", "..", "ozaki", "backends", "graphs.py")
+
+
+class Recorder:
+    def __init__(self):
+        self.events = []
+        self.capturing = False
+
+
+def fake_cupy(rec):
+    class Stream:
+        def __init__(self, non_blocking=False):
+            pass
+
+        def wait_event(self, event):
+            pass
+
+        def record(self):
+            return None
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def synchronize(self):
+            rec.events.append("sync")
+
+        def begin_capture(self, mode):
+            rec.events.append("begin")
+
+        def end_capture(self):
+            rec.events.append("end")
+
+            class Graph:
+                def launch(self, stream):
+                    rec.events.append("launch")
+            return Graph()
+
+        def is_capturing(self):
+            return rec.capturing
+
+    class Array:
+        def __init__(self, shape=(2, 2), dtype="f8"):
+            self.shape, self.dtype = shape, dtype
+
+        def __setitem__(self, key, value):
+            rec.events.append("copy in")
+
+        def copy(self):
+            rec.events.append("copy out")
+            return Array(self.shape, self.dtype)
+
+    cuda = types.SimpleNamespace(
+        Stream=Stream, get_current_stream=lambda: Stream(), MemoryPool=lambda: types.SimpleNamespace(malloc=None),
+        using_allocator=lambda malloc: Stream(), runtime=types.SimpleNamespace(streamCaptureModeRelaxed=2),
+        Device=lambda: types.SimpleNamespace(id=0))
+    return types.SimpleNamespace(cuda=cuda, empty=lambda shape, dtype: Array(shape, dtype)), Array
+
+
+@pytest.fixture
+def graphs(monkeypatch):
+    rec = Recorder()
+    cupy, Array = fake_cupy(rec)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    spec = importlib.util.spec_from_file_location("graphs_under_test", GRAPHS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, rec, Array
+
+
+def finite_of(rec, Array, fail=False):
+    def finite(A, B):
+        rec.events.append("finite")
+        if fail:
+            raise MemoryError("out of memory")
+        return [Array()], 0
+    return finite
+
+
+def test_eager_then_one_capture_then_replays(graphs):
+    g, rec, Array = graphs
+    A = Array()
+    finite = finite_of(rec, Array)
+    seen = []
+    for _ in range(4):
+        rec.events.clear()
+        C, found = g.replayed(("shape",), finite, A, A)
+        assert found == 0 and len(C) == 1
+        seen.append(list(rec.events))
+    assert seen[0] == ["finite"]
+    assert seen[1].count("begin") == 1 and seen[1].count("finite") == 2 and seen[1][-2:] == ["launch", "copy out"]
+    assert seen[2] == seen[3] == ["copy in", "copy in", "launch", "copy out"]
+
+
+def test_a_call_that_raises_does_not_count(graphs):
+    g, rec, Array = graphs
+    A = Array()
+    with pytest.raises(MemoryError):
+        g.replayed(("shape",), finite_of(rec, Array, fail=True), A, A)
+    rec.events.clear()
+    g.replayed(("shape",), finite_of(rec, Array), A, A)
+    assert rec.events == ["finite"]                     # still the first call: eager, no capture
+
+
+def test_a_failed_capture_stays_eager(graphs):
+    g, rec, Array = graphs
+    A = Array()
+    calls = {"n": 0}
+
+    def finite(a, b):
+        calls["n"] += 1
+        if calls["n"] == 3:                             # the capture's own run
+            raise NotImplementedError("cuBLAS during capture")
+        return [Array()], 0
+    for _ in range(4):
+        rec.events.clear()
+        g.replayed(("shape",), finite, A, A)
+    assert "launch" not in rec.events and not g._graphs and ("shape", 0) in g._refused
+
+
+def test_least_recently_used_dropped(graphs, monkeypatch):
+    g, rec, Array = graphs
+    monkeypatch.setattr(g, "CACHE_ENTRIES", 2)
+    A = Array()
+    finite = finite_of(rec, Array)
+    for key in ("a", "b", "a", "c"):
+        for _ in range(2):
+            g.replayed((key,), finite, A, A)
+    assert list(g._graphs) == [("a", 0), ("c", 0)]
+    g.clear()
+    assert not g._graphs and not g._calls
+
+
+def test_off_or_capturing_is_eager(graphs, monkeypatch):
+    g, rec, Array = graphs
+    A = Array()
+    finite = finite_of(rec, Array)
+    monkeypatch.setattr(g, "ENABLED", False)
+    for _ in range(3):
+        g.replayed(("shape",), finite, A, A)
+    monkeypatch.setattr(g, "ENABLED", True)
+    rec.capturing = True
+    for _ in range(3):
+        g.replayed(("shape",), finite, A, A)
+    assert rec.events == ["finite"] * 6 and not g._graphs and not g._calls
