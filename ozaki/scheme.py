@@ -466,7 +466,7 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
     the substrate's product) per modulus, then ``epilogue``.  ``prepared``: the
     Prepared operand of a side, whose residues are read from it, not formed.
     ``residual``: the parts' rounding residuals follow them in the list (float64,
-    kulisch.round_to's: exact mode's test, _exact_by_test).
+    kulisch.round_to's: exact mode's test, _by_test).
     """
     xp = backend.xp
     parts = len(A_parts)
@@ -498,7 +498,7 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
             beta_a, beta_b = plan.beta_a[i0:i0 + mb], plan.beta_b[j0:j0 + nb]
             if path == "fused":
                 block = backend.fused_product(ra, rb, shifts, plan.num_moduli, beta_a, beta_b, batch, out_dtype,
-                                              **({"residual": True} if residual else {}))
+                                              residual)
             else:
                 block = _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b, substrate,
                                                 out_dtype, path == "cutlass", residual)
@@ -529,8 +529,7 @@ def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b
                 for t in range(plan.slices_a) for u in range(plan.slices_b)]
     m, n = ra[0][0].shape[1] // batch, rb[0][0].shape[1] // batch
     outs = [backend.epilogue([tuple(P[g] for P in pair) for pair in products], shifts, plan.num_moduli,
-                             beta_a[g * m:(g + 1) * m], beta_b[g * n:(g + 1) * n], out_dtype,
-                             **({"residual": True} if residual else {}))
+                             beta_a[g * m:(g + 1) * m], beta_b[g * n:(g + 1) * n], out_dtype, residual)
             for g in range(batch)]
     if batch == 1:
         return [o[None] for o in outs[0]]
@@ -644,7 +643,7 @@ def certified_entries(backend, C, delta, ieee):
 
 def rounded_entries(backend, C, rho, delta, ieee):
     """Where C is provably the correctly rounded exact product (exact mode by Ziv's
-    strategy, _exact_by_test): the truncated product x = C + rho (rho the epilogue's
+    strategy, _by_test): the truncated product x = C + rho (rho the epilogue's
     rounding residual, kulisch.round_to's) lies within Delta of the exact one, and
     (|rho| + Delta)(1 + 2**-50) stays below half the smaller gap beside C, so no value
     within Delta of x crosses a rounding boundary of C; or ``ieee``.  A NaN rho (not
@@ -736,14 +735,15 @@ def _certify(backend, A, B, C, A_rows, Bt_rows, plan, batch, recompute, residual
     with ``recompute(A_sub, B_sub)`` (exact mode) on the blocks of _recompute_blocks,
     matrix by matrix.  Both give the correctly rounded exact entry, so the bits are
     the same either way.  ``residuals``: the parts' rounding residuals; the entries
-    kept are then those proved correctly rounded (exact mode, _exact_by_test)."""
+    kept are then those proved correctly rounded (exact mode, _by_test)."""
     xp = backend.xp
     m, n = C[0].shape[1:]
     K = A_rows.shape[1]
-    sides = tuple(bound_side(backend, X, beta, plan.nearest) for X, beta in ((A_rows, plan.beta_a), (Bt_rows, plan.beta_b)))
+    sides = tuple(bound_side(backend, X, beta, plan.nearest)
+                  for X, beta in ((A_rows, plan.beta_a), (Bt_rows, plan.beta_b)))
     ieee = tuple((f & 1) != 0 for f in plan.flags)
     find = getattr(backend, "uncertified", None) or functools.partial(uncertified, backend)
-    bad, per_matrix = find(C, *sides, *ieee, K, **({} if residuals is None else {"residuals": residuals}))
+    bad, per_matrix = find(C, *sides, *ieee, K, residuals)
     counts = {"entries": batch * m * n, "failing": sum(per_matrix), "recomputed": 0, "blocks": 0}
     failing = [g for g, count in enumerate(per_matrix) if count]
 

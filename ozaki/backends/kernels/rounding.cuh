@@ -53,7 +53,7 @@ __device__ __forceinline__ double residual_of(long long* a, long long exponent, 
 // L is a compile-time constant at every call, so the loops unroll and the
 // limbs stay in registers (no run-time index into a[]).
 //
-// With WITH_RESIDUAL (exact mode by Ziv's strategy: scheme._exact_by_test), also
+// With WITH_RESIDUAL (exact mode by Ziv's strategy: scheme._by_test), also
 // *residual = x - RN(x) rounded once to double (ozaki/crt/kulisch.py's
 // round_to(residual=True)): q 2**lsb subtracted from the magnitude's limbs, the
 // difference rounded by the same code.  NaN where it is not formed: results
