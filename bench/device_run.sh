@@ -50,11 +50,14 @@
 #   probe     where small products, GEMMs up to 16384 and FFTs spend their time: GPU time per kernel
 #             against the wall time of a call, the host's cProfile; a CUDA-graph replay of small
 #             products (bench.graph_probe); certified's cProfile and its time at 16384 (as certify)
+#   lift      the fused kernel's cheaper stage loads and two-at-a-time CRT lift: its tests and every path's
+#             same bits, the tests of session 7's post-device mends, the crossover table (kernel alone),
+#             ncu instruction counts, time per kernel of small products, and 16384 at 21/22 moduli and exact
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -145,6 +148,26 @@ elif [ "$profile" = graphs ]; then   # CUDA-graph replays of small products
         --junitxml="$W/gpu_graphs.xml"
     stage graph_probe 80 python3 -m bench.graph_probe --out "$W/graph_probe.json"
     stage crossover 120 python3 -m bench.crossover --out "$W/crossover.json"
+elif [ "$profile" = lift ]; then   # the fused kernel's leaner stages and CRT lift
+    stage gpu_fused 240 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_fused.py \
+        -p no:cacheprovider --junitxml="$W/gpu_fused.xml" &
+    stage gpu_mends 240 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_graphs.py \
+        tests/backends/test_cupy_backend.py tests/backends/test_certify_cuh.py tests/test_exact_by_test.py \
+        -k "graph or replay or exact_by_test or by_test or residual or uncertified or certify or zero" \
+        -p no:cacheprovider --junitxml="$W/gpu_mends.xml" &
+    wait
+    stage crossover 90 python3 -m bench.crossover --out "$W/crossover.json"
+    for c in "stack 4096x64" "stack 256x256" "matmul 512" "matmul 1024"; do
+        set -- $c
+        stage "kernels_$1_$2" 60 python3 -m bench.kernel_times $1 $2 --top 12
+    done
+    for md in accurate:21 accurate:22 exact; do
+        stage "kernels_16384_${md/:/_}" 60 python3 -m bench.kernel_times matmul 16384 --mode $md --top 14 \
+            --cprofile 1
+    done
+    stage ncu 100 ncu --clock-control none -k regex:fused --launch-skip 2 --launch-count 4 \
+        --section SpeedOfLight --section LaunchStats --section Occupancy --section InstructionStats \
+        python3 -m bench.fused_probe
 elif [ "$profile" = ziv ]; then
     stage gpu_ziv 170 python3 -m pytest -q -x --durations=6 -m gpu tests/backends/test_cupy_backend.py \
         tests/backends/test_graphs.py -k "residual or uncertified or exact or certif or graphs or replay" \
@@ -314,6 +337,7 @@ for f in certified certified_4k; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tai
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
 for f in "$W"/kernels_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; head -22 "$f"; }; done
+[ -f "$W/ncu.txt" ] && { echo "== ncu =="; grep -E "^  fused|Duration|Executed Instructions  |Registers Per|Issue Slots Busy|Achieved Occ" "$W/ncu.txt"; }
 [ -f "$W/fft_profile.txt" ] && { echo "== FFT profile =="; head -45 "$W/fft_profile.txt"; }
 ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_table.txt "$W"/fft_cublas.txt "$W"/fft_direct.txt "$W"/fft_fused.txt "$W"/fft_1024.txt 2>/dev/null; }
 [ -f "$W/verify.txt" ] && { echo "== verify =="; grep -E "FAIL|fail|verify:" "$W/verify.txt" | tail -8; }

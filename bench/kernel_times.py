@@ -45,6 +45,7 @@ def main(argv=None):
     ap.add_argument("what", choices=["fftn", "batch", "fft", "matmul", "stack"])
     ap.add_argument("n", help="the size (batch: BxN)")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--mode", default=None, help="matmul and stack: MODE or MODE:MODULI (default: ozaki's)")
     ap.add_argument("--out", default=None, help="also write the rows as JSON here")
     ap.add_argument("--cprofile", type=int, default=0, metavar="CALLS",
                     help="then the host's time of CALLS calls under cProfile, the top functions by own time")
@@ -58,7 +59,9 @@ def main(argv=None):
              "stack": lambda s: (int(s.lower().split("x")[0]),) + (int(s.lower().split("x")[1]),) * 2}[a.what](a.n)
     if a.what in ("matmul", "stack"):
         A, B = (cupy.asarray(rng.standard_normal(shape)) for _ in range(2))
-        call = lambda: ozaki.matmul(A, B)                                 # noqa: E731
+        mode, _, moduli = (a.mode or "").partition(":")
+        kw = {"mode": mode or None, "num_moduli": int(moduli) if moduli else None}
+        call = lambda: ozaki.matmul(A, B, **kw)                           # noqa: E731
     else:
         d = cupy.asarray(rng.random(shape) - 0.5 + 1j * (rng.random(shape) - 0.5 if a.what != "fftn" else 0))
         fn = ozaki.fft.fftn if a.what == "fftn" else ozaki.fft.fft
@@ -66,7 +69,7 @@ def main(argv=None):
     rows, total = kernel_times(call, cupy.cuda.Device().synchronize)
     from . import common
     wall, _ = common.time_gpu(call, warmup=1, repeats=5)
-    print(f"{a.what} {a.n}: {sum(r[1] for r in rows)} kernels, {total:.3f} ms of GPU time, {wall:.3f} ms a call")
+    print(f"{a.what} {a.n}{' ' + a.mode if a.mode else ''}: {sum(r[1] for r in rows)} kernels, {total:.3f} ms of GPU time, {wall:.3f} ms a call")
     print(f"{'ms':>9} {'share':>6} {'calls':>6}  kernel")
     for name, calls, ms in rows[:a.top]:
         print(f"{ms:9.3f} {100 * ms / total:5.1f}% {calls:6d}  {name}")
@@ -78,7 +81,7 @@ def main(argv=None):
         pstats.Stats(prof).sort_stats("tottime").print_stats(a.top)
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"what": a.what, "n": a.n, "total_ms": total, "wall_ms": wall,
+            json.dump({"what": a.what, "n": a.n, "mode": a.mode, "total_ms": total, "wall_ms": wall,
                        "kernels": [{"name": n, "calls": c, "ms": ms} for n, c, ms in rows]}, f, indent=1)
 
 

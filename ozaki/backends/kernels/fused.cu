@@ -48,6 +48,11 @@
 #define RES_TILE (BM * RES_ROW)
 #define NOUT (NIN == 3 ? 2 : 1)
 #define GROUPS (NPAIRS * NMOD * NIN)
+// Outputs a thread lifts at once in the CRT step (a divisor of its share; fewer
+// where the Kulisch accumulators of several slice pairs or two parts take the registers)
+// (two: four doubled the registers, 52 -> 112, for no fewer instructions an output)
+#define CRT_SHARE (BM * BN / THREADS)
+#define CRT_U (NPAIRS == 1 && CRT_SHARE % 2 == 0 ? 2 : 1)
 
 static_assert(MT >= 1 && NT % 2 == 0, "a warp tile is m16 x n16 at least");
 
@@ -87,48 +92,78 @@ struct Operands {
 };
 
 // Where the loads stand in the flattened (group, k tile) sequence: the group's
-// operand tiles and the next k tile.  Advanced one stage at a time, so the
-// group is decoded once per group, not once per stage.
+// operand tiles, its (pair, modulus, part) and the next k tile.  Advanced one
+// stage at a time, the group's indices counted up rather than divided out.
 struct LoadState {
     const signed char* A;
     const signed char* B;
-    int group, kt;
+    int group, pair, mod, h, kt;
 };
 
 __device__ __forceinline__ void seek_group(const Operands& op, LoadState& s, long long a_row0, long long b_row0) {
-    int pair = s.group / (NMOD * NIN), rest = s.group - pair * (NMOD * NIN);
-    int mod = rest / NIN, h = rest - mod * NIN;
 #if NPAIRS == 1
-    const signed char* A = op.a[h];
-    const signed char* B = op.b[h];
+    const signed char* A = op.a[s.h];
+    const signed char* B = op.b[s.h];
 #else
-    int t = pair / op.slices_b, u = pair - t * op.slices_b;
-    const signed char* A = op.a_table[h * (NPAIRS / op.slices_b) + t];
-    const signed char* B = op.b_table[h * op.slices_b + u];
+    int t = s.pair / op.slices_b, u = s.pair - t * op.slices_b;
+    const signed char* A = op.a_table[s.h * (NPAIRS / op.slices_b) + t];
+    const signed char* B = op.b_table[s.h * op.slices_b + u];
 #endif
-    s.A = A + mod * op.a_plane + a_row0 * op.kp;
-    s.B = B + mod * op.b_plane + b_row0 * op.kp;
+    s.A = A + s.mod * op.a_plane + a_row0 * op.kp;
+    s.B = B + s.mod * op.b_plane + b_row0 * op.kp;
     s.kt = 0;
 }
 
-// The next stage of the sequence into shared buffers (zero-filled past the
-// operands' rows and kp), then one step on.
-__device__ __forceinline__ void load_stage(const Operands& op, LoadState& s, int KT, long long a_row0,
-                                           long long b_row0, int m_left, int n_left,
-                                           signed char* sa, signed char* sb) {
-    long long k0 = (long long)s.kt * BK;
+// A thread's share of a stage's 16-byte copies, fixed for the whole launch:
+// copy j is chunk c = threadIdx.x + j THREADS of the stage's (BM + BN) rows of
+// BK / 16 chunks.  Its offsets are computed once, so that a stage costs a few
+// instructions per copy instead of a division and a 64-bit product.
+#define CHUNKS ((BM + BN) * (BK / 16))
+#define COPIES ((CHUNKS + THREADS - 1) / THREADS)
+
+struct Copies {
+    long long src[COPIES];             // the chunk's offset in its operand tile (row * kp + kc)
+    int dst[COPIES];                   // its offset in a stage's buffer
+    int kc[COPIES];                    // its inner offset; -1: no such chunk or a row past the operand
+    unsigned on_a;                     // bit j: copy j reads A (else B)
+};
+
+__device__ __forceinline__ Copies copies_of(long long kp, int m_left, int n_left) {
+    Copies cp;
+    cp.on_a = 0;
 #pragma unroll
-    for (int c = threadIdx.x; c < (BM + BN) * (BK / 16); c += THREADS) {
+    for (int j = 0; j < COPIES; ++j) {
+        int c = threadIdx.x + j * THREADS;
         int r = c / (BK / 16), kc = (c - r * (BK / 16)) * 16;
         bool on_a = r < BM;
         int rr = on_a ? r : r - BM;
-        long long kk = k0 + kc;
-        bool valid = (on_a ? rr < m_left : rr < n_left) && kk < op.kp;
-        const signed char* src = (on_a ? s.A : s.B) + (valid ? rr * op.kp + kk : 0);
-        copy16((on_a ? sa + rr * ROW : sb + rr * ROW) + kc, src, valid);
+        bool row = c < CHUNKS && (on_a ? rr < m_left : rr < n_left);
+        cp.src[j] = (long long)rr * kp + kc;
+        cp.dst[j] = r * ROW + kc;
+        cp.kc[j] = row ? kc : -1;
+        cp.on_a |= (on_a ? 1u : 0u) << j;
+    }
+    return cp;
+}
+
+// The next stage of the sequence into a shared buffer (zero-filled past the
+// operands' rows and kp), then one step on.
+__device__ __forceinline__ void load_stage(const Operands& op, const Copies& cp, LoadState& s, int KT,
+                                           long long a_row0, long long b_row0, signed char* buf) {
+    long long k0 = (long long)s.kt * BK;
+#pragma unroll
+    for (int j = 0; j < COPIES; ++j) {
+        if (COPIES * THREADS != CHUNKS && threadIdx.x + j * THREADS >= CHUNKS) break;
+        bool valid = cp.kc[j] >= 0 && k0 + cp.kc[j] < op.kp;
+        const signed char* base = (cp.on_a >> j) & 1u ? s.A : s.B;
+        copy16(buf + cp.dst[j], valid ? base + cp.src[j] + k0 : base, valid);
     }
     if (++s.kt == KT) {
         ++s.group;
+        if (++s.h == NIN) {
+            s.h = 0;
+            if (++s.mod == NMOD) { s.mod = 0; ++s.pair; }
+        }
         if (s.group < GROUPS) seek_group(op, s, a_row0, b_row0);
     }
 }
@@ -233,13 +268,13 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0;
 
+    const Copies cp = copies_of(op.kp, m_left, n_left);
     LoadState ls;
-    ls.group = 0;
+    ls.group = ls.pair = ls.mod = ls.h = 0;
     seek_group(op, ls, a_row0, b_row0);
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < total) load_stage(op, ls, KT, a_row0, b_row0, m_left, n_left, pipe + s * (BM + BN) * ROW,
-                                  pipe + (s * (BM + BN) + BM) * ROW);
+        if (s < total) load_stage(op, cp, ls, KT, a_row0, b_row0, pipe + s * (BM + BN) * ROW);
         commit();
     }
     int ckt = 0, group = 0;              // the k tile and group the products are at
@@ -248,9 +283,7 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
         __syncthreads();                 // stage ``step`` landed; stage step - 1 is free to refill
         int next = step + STAGES - 1;
         if (next < total) {
-            int buf = next % STAGES;
-            load_stage(op, ls, KT, a_row0, b_row0, m_left, n_left, pipe + buf * (BM + BN) * ROW,
-                       pipe + (buf * (BM + BN) + BM) * ROW);
+            load_stage(op, cp, ls, KT, a_row0, b_row0, pipe + (next % STAGES) * (BM + BN) * ROW);
         }
         commit();
         int buf = step % STAGES;
@@ -339,48 +372,75 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
 
 #ifdef EPILOGUE_CRT
     // ---- CRT, Kulisch sum of the slice pairs, one rounding, one write ----
+    // A thread lifts CRT_U outputs at once (v0 + u THREADS), so that each CRT
+    // constant is read once for all of them: the constants do not fit the
+    // uniform registers, and their loads were as many as the FMAs.
     __syncthreads();
-    for (int v = threadIdx.x; v < BM * BN; v += THREADS) {
-        int r = v / BN, c = v - r * BN;
-        if (r >= m_left || c >= n_left) continue;
-        long long acc_l[NOUT][LACC];
+    for (int v0 = threadIdx.x; v0 < BM * BN; v0 += CRT_U * THREADS) {
+        int r[CRT_U], c[CRT_U];
 #pragma unroll
-        for (int o = 0; o < NOUT; ++o)
+        for (int u = 0; u < CRT_U; ++u) {
+            r[u] = (v0 + u * THREADS) / BN;
+            c[u] = v0 + u * THREADS - r[u] * BN;
+        }
+        if (CRT_U == 1 && (r[0] >= m_left || c[0] >= n_left)) continue;     // (several: each checked at its write)
+        long long acc_l[CRT_U][NOUT][LACC];
 #pragma unroll
-            for (int l = 0; l < LACC; ++l) acc_l[o][l] = 0;
+        for (int u = 0; u < CRT_U; ++u)
+#pragma unroll
+            for (int o = 0; o < NOUT; ++o)
+#pragma unroll
+                for (int l = 0; l < LACC; ++l) acc_l[u][o][l] = 0;
 #pragma unroll
         for (int pair = 0; pair < NPAIRS; ++pair) {
 #pragma unroll
             for (int o = 0; o < NOUT; ++o) {
-                double S[LP];
+                double S[CRT_U][LP];
 #pragma unroll
-                for (int l = 0; l < LP; ++l) S[l] = 0.0;
+                for (int u = 0; u < CRT_U; ++u)
 #pragma unroll
-                for (int i = 0; i < NMOD; ++i)
-                    crt_add(S, to_double((int)res[((pair * NMOD + i) * NOUT + o) * RES_TILE + r * RES_ROW + c]), i);
+                    for (int l = 0; l < LP; ++l) S[u][l] = 0.0;
+#pragma unroll
+                for (int i = 0; i < NMOD; ++i) {
+                    double x[CRT_U];
+#pragma unroll
+                    for (int u = 0; u < CRT_U; ++u) x[u] = to_double((int)res[((pair * NMOD + i) * NOUT + o) * RES_TILE + r[u] * RES_ROW + c[u]]);
+#pragma unroll
+                    for (int l = 0; l < LP; ++l) {
+                        const double c_il = CRT_C[i][l];
+#pragma unroll
+                        for (int u = 0; u < CRT_U; ++u) S[u][l] = fma(x[u], c_il, S[u][l]);
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < CRT_U; ++u)
 #if NPAIRS == 1
-                crt_lift(S, acc_l[o], 0);
+                    crt_lift(S[u], acc_l[u][o], 0);
 #else
-                crt_lift(S, acc_l[o], shifts[pair]);
+                    crt_lift(S[u], acc_l[u][o], shifts[pair]);
 #endif
             }
         }
-        long long e = beta_a[a_row0 + r] + beta_b[b_row0 + c];
-        long long at = g * out_gstride + (long long)(i0 + r) * out_rstride + j0 + c;
-        normalize(acc_l[0], LACC);
+#pragma unroll
+        for (int u = 0; u < CRT_U; ++u) {
+            if (CRT_U > 1 && (r[u] >= m_left || c[u] >= n_left)) continue;
+            long long e = beta_a[a_row0 + r[u]] + beta_b[b_row0 + c[u]];
+            long long at = g * out_gstride + (long long)(i0 + r[u]) * out_rstride + j0 + c[u];
+            normalize(acc_l[u][0], LACC);
 #ifdef RESIDUAL
-        out0[at] = round_to<LACC, OUT_T, true>(acc_l[0], e, rho0 + at);
+            out0[at] = round_to<LACC, OUT_T, true>(acc_l[u][0], e, rho0 + at);
 #else
-        out0[at] = round_to<LACC, OUT_T>(acc_l[0], e);
+            out0[at] = round_to<LACC, OUT_T>(acc_l[u][0], e);
 #endif
 #if NOUT == 2
-        normalize(acc_l[1], LACC);
+            normalize(acc_l[u][1], LACC);
 #ifdef RESIDUAL
-        out1[at] = round_to<LACC, OUT_T, true>(acc_l[1], e, rho1 + at);
+            out1[at] = round_to<LACC, OUT_T, true>(acc_l[u][1], e, rho1 + at);
 #else
-        out1[at] = round_to<LACC, OUT_T>(acc_l[1], e);
+            out1[at] = round_to<LACC, OUT_T>(acc_l[u][1], e);
 #endif
 #endif
+        }
     }
 #endif
 }
