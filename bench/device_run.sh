@@ -53,11 +53,15 @@
 #   lift      the fused kernel's cheaper stage loads and two-at-a-time CRT lift: its tests and every path's
 #             same bits, the tests of session 7's post-device mends, the crossover table (kernel alone),
 #             ncu instruction counts, time per kernel of small products, and 16384 at 21/22 moduli and exact
+#   pieces    the residues kernel's five-piece path (digits up to 2**129: accurate and certified from 22 moduli,
+#             exact slices) and the fused kernel's conversions: residue, fused, FFT and exact/certified
+#             same-bits tests; the crossover table; time per kernel at 16384 accurate:22; certified and exact
+#             at 16384 (N(0,1), phi = 1, 3)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -168,6 +172,19 @@ elif [ "$profile" = lift ]; then   # the fused kernel's leaner stages and CRT li
     stage ncu 100 ncu --clock-control none -k regex:fused --launch-skip 2 --launch-count 4 \
         --section SpeedOfLight --section LaunchStats --section Occupancy --section InstructionStats \
         python3 -m bench.fused_probe
+elif [ "$profile" = pieces ]; then  # residues of digits up to 2**129 in one step; fused conversions
+    stage gpu_residues 240 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_cupy_backend.py \
+        tests/test_certified.py tests/test_exact_by_test.py -p no:cacheprovider --junitxml="$W/gpu_residues.xml" &
+    stage gpu_fused 240 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_fused.py \
+        -p no:cacheprovider --junitxml="$W/gpu_fused.xml" &
+    stage gpu_fft 240 python3 -m pytest -q --durations=6 -m gpu tests/fft/test_fft_gpu.py -k "same_bits" \
+        -p no:cacheprovider --junitxml="$W/gpu_fft.xml" &
+    wait
+    stage crossover 90 python3 -m bench.crossover --out "$W/crossover.json"
+    stage kernels_16384_accurate_22 60 python3 -m bench.kernel_times matmul 16384 --mode accurate:22 --top 8
+    stage kernels_stack_4096x64 40 python3 -m bench.kernel_times stack 4096x64 --top 8
+    stage certified 200 python3 -m bench.certified --n 16384 --families normal phi1 phi3 --moduli 22 \
+        --repeats 2 --out "$W/certified.json"
 elif [ "$profile" = ziv ]; then
     stage gpu_ziv 170 python3 -m pytest -q -x --durations=6 -m gpu tests/backends/test_cupy_backend.py \
         tests/backends/test_graphs.py -k "residual or uncertified or exact or certif or graphs or replay" \

@@ -200,11 +200,16 @@ __device__ __forceinline__ void compute_stage(const signed char* sa, const signe
 #define FRAG_COL(nt, e) (wn + (nt) * 8 + 2 * tig + ((e) & 1))
 
 #ifdef EPILOGUE_CRT
+// An int as a double by the conversion instruction: one issue slot where kulisch.cuh's
+// to_double takes three (the fused kernel is issue-bound; its conversions, two an
+// output and modulus, stay well under the conversion pipe's quarter rate).
+__device__ __forceinline__ double exact_double(int v) { return __int2double_rn(v); }
+
 // The residues mod p_i of int32 values, as int8.  |x| < 2**31, so the quotient
 // is exact and |r| <= p / 2; p = 256 may give +128, which is -128 in int8 (the
 // same residue).
 __device__ __forceinline__ signed char residue_small(int x, int i) {
-    return (signed char)__double2loint(reduce_mod(to_double(x), i) + MAGIC);
+    return (signed char)__double2loint(reduce_mod(exact_double(x), i) + MAGIC);
 }
 
 // The residues of a warp's accumulators into a residue tile.
@@ -404,7 +409,7 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
                 for (int i = 0; i < NMOD; ++i) {
                     double x[CRT_U];
 #pragma unroll
-                    for (int u = 0; u < CRT_U; ++u) x[u] = to_double((int)res[((pair * NMOD + i) * NOUT + o) * RES_TILE + r[u] * RES_ROW + c[u]]);
+                    for (int u = 0; u < CRT_U; ++u) x[u] = exact_double(res[((pair * NMOD + i) * NOUT + o) * RES_TILE + r[u] * RES_ROW + c[u]]);
 #pragma unroll
                     for (int l = 0; l < LP; ++l) {
                         const double c_il = CRT_C[i][l];

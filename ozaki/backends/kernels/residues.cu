@@ -11,8 +11,8 @@
 // eight consecutive columns of one row and writes eight bytes per modulus:
 // one read of x, one write of every residue, nothing else.
 //
-// Compile-time: NMOD and the constant tables MOD_P, MOD_INV, MOD_C26, MOD_C52
-// (2**26 and 2**52 mod p) from cupy_backend._constant_tables; the modular
+// Compile-time: NMOD and the constant tables MOD_P, MOD_INV, MOD_C26J
+// (2**(26 j) mod p) from cupy_backend._constant_tables; the modular
 // arithmetic runs on the FP64 pipe without conversion instructions.
 
 #define MAX_SHIFT 2304
@@ -45,17 +45,60 @@ __device__ __forceinline__ void digit(double x, long long beta, int width, int n
     s = (int)(sh < MAX_SHIFT ? sh : MAX_SHIFT - 1);
 }
 
-// The residue of x = v2 2**52 + v1 2**26 + v0 (the pieces signed alike, each
-// below 2**26) modulo moduli[i].  |x mod-folded| = |v2 c52 + v1 c26 + v0| < 2**35,
-// where x / p is at least 1/(2p) >= 2**-9 from a half-integer (p odd) or exactly
-// one (p = 256), while the error of x * (1/p) is below 2**-17: the rounded
-// quotient is exact and the remainder lands in [-p/2, p/2] with no fix-up;
-// only p = 256 can give +128, which is -128 in int8's range.
-__device__ __forceinline__ double residue_of_pieces(double v2, double v1, double v0, int i) {
-    double x = fma(v2, MOD_C52[i], fma(v1, MOD_C26[i], v0));
+// A digit q 2**s (q < 2**53) as pieces v_j of 26 bits, x = sum_j v_j 2**(26 j),
+// signed alike; NP pieces hold digits below 2**(26 NP).
+template <int NP>
+__device__ __forceinline__ void pieces(unsigned long long q, int s, bool negative, double (&v)[NP]) {
+    const double sign = negative ? -1.0 : 1.0;
+#pragma unroll
+    for (int j = 0; j < NP; ++j) {
+        int sh = 26 * j - s;                   // bit 26 j of x is bit sh of q
+        unsigned long long t = sh >= 0 ? (sh < 64 ? q >> sh : 0ULL) : (-sh < 64 ? q << -sh : 0ULL);
+        v[j] = sign * u32_to_double((unsigned int)(t & 0x3FFFFFFULL));
+    }
+}
+
+// The residue of x = sum_j v_j 2**(26 j) modulo moduli[i], from 2**(26 j) mod p
+// (MOD_C26J).  |x mod-folded| = |sum_j v_j c_j| < 2**26 (1 + 4 * 255) < 2**36
+// for NP <= 5, so x / p < 2**29: the float64 error of x * (1/p) is below 2**-24,
+// while x / p is at least 1/(2p) >= 2**-9 from a half-integer (p odd) or
+// exactly one (p = 256); the rounded quotient is exact and the remainder lands
+// in [-p/2, p/2] with no fix-up; only p = 256 can give +128, which is -128 in
+// int8's range.
+template <int NP>
+__device__ __forceinline__ double residue_of_pieces(const double (&v)[NP], int i) {
+    double x = v[0];
+#pragma unroll
+    for (int j = 1; j < NP; ++j) x = fma(v[j], MOD_C26J[i][j], x);
     double t = fma(x, MOD_INV[i], MAGIC) - MAGIC;
     double r = fma(-t, MOD_P[i], x);
     return (MOD_P[i] == 256.0 && r == 128.0) ? -128.0 : r;
+}
+
+// The residues of digits J0 .. J0 + CH - 1 of a thread's PER_THREAD (each below
+// 2**(26 NP)) into dst, a plane apart per modulus: a CH-byte store per modulus.
+template <int CH> struct Bytes;
+template <> struct Bytes<8> { typedef uint2 type; };
+template <> struct Bytes<4> { typedef unsigned int type; };
+
+template <int NP, int CH, int J0>
+__device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)[PER_THREAD],
+                                                   const int (&s)[PER_THREAD], const bool (&neg)[PER_THREAD],
+                                                   signed char* dst, long long plane) {
+    double v[CH][NP];
+#pragma unroll
+    for (int j = 0; j < CH; ++j) pieces<NP>(q[J0 + j], s[J0 + j], neg[J0 + j], v[j]);
+    // (five pieces: a loop over the moduli, the constants loaded each turn; unrolled, the
+    // compiler held all of them in registers at once, 194 registers and spills)
+    constexpr int UNROLL = NP > 3 ? 1 : NMOD;
+#pragma unroll UNROLL
+    for (int i = 0; i < NMOD; ++i) {
+        union { signed char c[CH]; typename Bytes<CH>::type u; } pack;
+#pragma unroll
+        for (int j = 0; j < CH; ++j)
+            pack.c[j] = (signed char)__double2loint(residue_of_pieces<NP>(v[j], i) + MAGIC);
+        *reinterpret_cast<typename Bytes<CH>::type*>(dst + i * plane + J0) = pack.u;
+    }
 }
 
 extern "C" __global__ void residues(const double* __restrict__ x, long long rows, long long k,
@@ -74,34 +117,24 @@ extern "C" __global__ void residues(const double* __restrict__ x, long long rows
         bool neg[PER_THREAD];
         unsigned long long q[PER_THREAD];
         int s[PER_THREAD];
-        bool small = true;              // every digit below 2**77 (s <= 24)
+        int smax = 0;                   // the largest shift: the pieces the digits need
 #pragma unroll
         for (int j = 0; j < PER_THREAD; ++j) {
             double v = (col + j < k) ? x[row * k + col + j] : 0.0;
             digit(v, b, width, nearest, neg[j], q[j], s[j]);
-            small &= s[j] <= 24;
+            smax = max(smax, s[j]);
         }
         signed char* dst = out + row * kpad + col;
-        if (small) {
-            // q 2**s = v2 2**52 + v1 2**26 + v0 with v2 < 2**25: the fast and
-            // accurate modes' digits at the default counts all come this way.
-            double v2[PER_THREAD], v1[PER_THREAD], v0[PER_THREAD];
-#pragma unroll
-            for (int j = 0; j < PER_THREAD; ++j) {
-                unsigned long long w = q[j] << s[j];          // the low 64 bits suffice for v1, v0
-                double sign = neg[j] ? -1.0 : 1.0;
-                v2[j] = sign * u32_to_double((unsigned int)(q[j] >> (52 - s[j])));
-                v1[j] = sign * u32_to_double((unsigned int)((w >> 26) & 0x3FFFFFFULL));
-                v0[j] = sign * u32_to_double((unsigned int)(w & 0x3FFFFFFULL));
-            }
-#pragma unroll
-            for (int i = 0; i < NMOD; ++i) {
-                union { signed char c[PER_THREAD]; uint2 u; } pack;
-#pragma unroll
-                for (int j = 0; j < PER_THREAD; ++j)
-                    pack.c[j] = (signed char)__double2loint(residue_of_pieces(v2[j], v1[j], v0[j], i) + MAGIC);
-                *reinterpret_cast<uint2*>(dst + i * plane) = pack.u;
-            }
+        if (smax <= 24) {
+            // below 2**77: the fast and accurate modes' digits at up to 21 moduli
+            residues_by_pieces<3, 8, 0>(q, s, neg, dst, plane);
+        } else if (smax <= 76) {
+            // below 2**129: accurate mode's from 22 moduli on (three pieces took the
+            // two-step path below, 3.6x the time: 24.1 against 6.8 ms at n = 16384),
+            // and exact mode's slices up to that width
+            // (four digits at a time: five pieces of eight would take 80 registers)
+            residues_by_pieces<5, 4, 0>(q, s, neg, dst, plane);
+            residues_by_pieces<5, 4, 4>(q, s, neg, dst, plane);
         } else {
             // Larger digits (exact-mode slices): (q mod p)(2**s mod p), reduced again.
 #pragma unroll 1
