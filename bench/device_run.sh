@@ -183,7 +183,7 @@ elif [ "$profile" = pieces ]; then  # residues of digits up to 2**129 in one ste
     stage crossover 90 python3 -m bench.crossover --out "$W/crossover.json"
     stage kernels_16384_accurate_22 60 python3 -m bench.kernel_times matmul 16384 --mode accurate:22 --top 8
     stage kernels_stack_4096x64 40 python3 -m bench.kernel_times stack 4096x64 --top 8
-    stage certified 200 python3 -m bench.certified --n 16384 --families normal phi1 phi3 --moduli 22 \
+    stage certified 200 python3 -m bench.certified --n 16384 --families normal phi3 --moduli 22 \
         --repeats 2 --out "$W/certified.json"
 elif [ "$profile" = ziv ]; then
     stage gpu_ziv 170 python3 -m pytest -q -x --durations=6 -m gpu tests/backends/test_cupy_backend.py \
