@@ -57,11 +57,13 @@
 #             exact slices) and the fused kernel's conversions: residue, fused, FFT and exact/certified
 #             same-bits tests; the crossover table; time per kernel at 16384 accurate:22; certified and exact
 #             at 16384 (N(0,1), phi = 1, 3)
+#   gaps      the five-piece path unrolled by four: residue, same-bits and FFT same-bits tests; time per kernel
+#             and the GPU's idle gaps at 16384 (accurate, accurate:22, exact); certified and exact at 16384
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -184,6 +186,17 @@ elif [ "$profile" = pieces ]; then  # residues of digits up to 2**129 in one ste
     stage kernels_16384_accurate_22 60 python3 -m bench.kernel_times matmul 16384 --mode accurate:22 --top 8
     stage kernels_stack_4096x64 40 python3 -m bench.kernel_times stack 4096x64 --top 8
     stage certified 200 python3 -m bench.certified --n 16384 --families normal phi3 --moduli 22 \
+        --repeats 2 --out "$W/certified.json"
+elif [ "$profile" = gaps ]; then  # the five-piece residues unrolled; where the GPU idles at 16384
+    stage gpu_residues 200 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_cupy_backend.py \
+        -k "residues or same_bits or certif" -p no:cacheprovider --junitxml="$W/gpu_residues.xml" &
+    stage gpu_fft 200 python3 -m pytest -q --durations=6 -m gpu tests/fft/test_fft_gpu.py -k "same_bits" \
+        -p no:cacheprovider --junitxml="$W/gpu_fft.xml" &
+    wait
+    for md in accurate accurate:22 exact; do
+        stage "kernels_16384_${md/:/_}" 60 python3 -m bench.kernel_times matmul 16384 --mode $md --top 8 --gaps 8
+    done
+    stage certified 150 python3 -m bench.certified --n 16384 --families normal phi1 phi3 --moduli 22 \
         --repeats 2 --out "$W/certified.json"
 elif [ "$profile" = ziv ]; then
     stage gpu_ziv 170 python3 -m pytest -q -x --durations=6 -m gpu tests/backends/test_cupy_backend.py \

@@ -20,9 +20,10 @@ from collections import defaultdict
 import numpy as np
 
 
-def kernel_times(call, synchronize):
+def kernel_times(call, synchronize, gaps=None):
     """[(name, calls, total ms)] of the kernels ``call()`` launches, longest first, and
-    the sum of their times in ms."""
+    the sum of their times in ms.  ``gaps``: a list, filled with the GPU's idle
+    intervals between consecutive kernels, (ms, kernel before, kernel after), longest first."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     call()
@@ -31,11 +32,22 @@ def kernel_times(call, synchronize):
         call()
         synchronize()
     totals = defaultdict(lambda: [0, 0.0])
+    spans = []
     for e in prof.events():
         if e.device_type == torch.autograd.DeviceType.CUDA:
             t = totals[e.name[:90]]
             t[0] += 1
             t[1] += e.time_range.elapsed_us() / 1e3
+            spans.append((e.time_range.start, e.time_range.end, e.name[:40]))
+    if gaps is not None:
+        spans.sort()
+        end, before = None, None
+        for start, stop, name in spans:
+            if end is not None and start > end:
+                gaps.append(((start - end) / 1e3, before, name))
+            if end is None or stop >= end:
+                end, before = stop, name
+        gaps.sort(reverse=True)
     rows = sorted(((n, c, ms) for n, (c, ms) in totals.items()), key=lambda r: -r[2])
     return rows, sum(r[2] for r in rows)
 
@@ -47,6 +59,8 @@ def main(argv=None):
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--mode", default=None, help="matmul and stack: MODE or MODE:MODULI (default: ozaki's)")
     ap.add_argument("--out", default=None, help="also write the rows as JSON here")
+    ap.add_argument("--gaps", type=int, default=0, metavar="N",
+                    help="also the GPU's N longest idle intervals between kernels, and their sum")
     ap.add_argument("--cprofile", type=int, default=0, metavar="CALLS",
                     help="then the host's time of CALLS calls under cProfile, the top functions by own time")
     a = ap.parse_args(argv)
@@ -66,13 +80,18 @@ def main(argv=None):
         d = cupy.asarray(rng.random(shape) - 0.5 + 1j * (rng.random(shape) - 0.5 if a.what != "fftn" else 0))
         fn = ozaki.fft.fftn if a.what == "fftn" else ozaki.fft.fft
         call = lambda: fn(d)                                              # noqa: E731
-    rows, total = kernel_times(call, cupy.cuda.Device().synchronize)
+    gaps = []
+    rows, total = kernel_times(call, cupy.cuda.Device().synchronize, gaps)
     from . import common
     wall, _ = common.time_gpu(call, warmup=1, repeats=5)
     print(f"{a.what} {a.n}{' ' + a.mode if a.mode else ''}: {sum(r[1] for r in rows)} kernels, {total:.3f} ms of GPU time, {wall:.3f} ms a call")
     print(f"{'ms':>9} {'share':>6} {'calls':>6}  kernel")
     for name, calls, ms in rows[:a.top]:
         print(f"{ms:9.3f} {100 * ms / total:5.1f}% {calls:6d}  {name}")
+    if a.gaps:
+        print(f"the GPU idle between kernels: {sum(g[0] for g in gaps):.3f} ms in {len(gaps)} gaps; the longest:")
+        for ms, before, after in gaps[:a.gaps]:
+            print(f"{ms:9.3f} ms  after {before}  before {after}")
     if a.cprofile:
         import cProfile
         import pstats

@@ -90,7 +90,7 @@ __device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)
     for (int j = 0; j < CH; ++j) pieces<NP>(q[J0 + j], s[J0 + j], neg[J0 + j], v[j]);
     // (five pieces: a loop over the moduli, the constants loaded each turn; unrolled, the
     // compiler held all of them in registers at once, 194 registers and spills)
-    constexpr int UNROLL = NP > 3 ? 1 : NMOD;
+    constexpr int UNROLL = NP > 3 ? 4 : NMOD;
 #pragma unroll UNROLL
     for (int i = 0; i < NMOD; ++i) {
         union { signed char c[CH]; typename Bytes<CH>::type u; } pack;
