@@ -59,11 +59,13 @@
 #             at 16384 (N(0,1), phi = 1, 3)
 #   gaps      the five-piece path unrolled by four: residue, same-bits and FFT same-bits tests; time per kernel
 #             and the GPU's idle gaps at 16384 (accurate, accurate:22, exact); certified and exact at 16384
+#   stores    the five-piece path with eight-byte stores: residue and same-bits tests, time per kernel at 16384
+#             on 21 and 22 moduli
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -198,6 +200,13 @@ elif [ "$profile" = gaps ]; then  # the five-piece residues unrolled; where the 
     done
     stage certified 150 python3 -m bench.certified --n 16384 --families normal phi1 phi3 --moduli 22 \
         --repeats 2 --out "$W/certified.json"
+elif [ "$profile" = stores ]; then  # the five-piece residues in eight-byte stores
+    stage gpu_residues 150 python3 -m pytest -q --durations=4 -m gpu tests/backends/test_cupy_backend.py \
+        -k "residues or certif or same_bits_large" -p no:cacheprovider --junitxml="$W/gpu_residues.xml" &
+    for md in accurate:21 accurate:22; do
+        stage "kernels_16384_${md/:/_}" 60 python3 -m bench.kernel_times matmul 16384 --mode $md --top 4
+    done
+    wait
 elif [ "$profile" = ziv ]; then
     stage gpu_ziv 170 python3 -m pytest -q -x --durations=6 -m gpu tests/backends/test_cupy_backend.py \
         tests/backends/test_graphs.py -k "residual or uncertified or exact or certif or graphs or replay" \

@@ -90,7 +90,7 @@ __device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)
     for (int j = 0; j < CH; ++j) pieces<NP>(q[J0 + j], s[J0 + j], neg[J0 + j], v[j]);
     // (five pieces: a loop over the moduli, the constants loaded each turn; unrolled, the
     // compiler held all of them in registers at once, 194 registers and spills)
-    constexpr int UNROLL = NP > 3 ? 4 : NMOD;
+    constexpr int UNROLL = NP > 3 ? 2 : NMOD;
 #pragma unroll UNROLL
     for (int i = 0; i < NMOD; ++i) {
         union { signed char c[CH]; typename Bytes<CH>::type u; } pack;
@@ -132,9 +132,7 @@ extern "C" __global__ void residues(const double* __restrict__ x, long long rows
             // below 2**129: accurate mode's from 22 moduli on (three pieces took the
             // two-step path below, 3.6x the time: 24.1 against 6.8 ms at n = 16384),
             // and exact mode's slices up to that width
-            // (four digits at a time: five pieces of eight would take 80 registers)
-            residues_by_pieces<5, 4, 0>(q, s, neg, dst, plane);
-            residues_by_pieces<5, 4, 4>(q, s, neg, dst, plane);
+            residues_by_pieces<5, 8, 0>(q, s, neg, dst, plane);
         } else {
             // Larger digits (exact-mode slices): (q mod p)(2**s mod p), reduced again.
 #pragma unroll 1
