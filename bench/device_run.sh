@@ -201,12 +201,11 @@ elif [ "$profile" = gaps ]; then  # the five-piece residues unrolled; where the 
     stage certified 150 python3 -m bench.certified --n 16384 --families normal phi1 phi3 --moduli 22 \
         --repeats 2 --out "$W/certified.json"
 elif [ "$profile" = stores ]; then  # the five-piece residues in eight-byte stores
-    stage gpu_residues 150 python3 -m pytest -q --durations=4 -m gpu tests/backends/test_cupy_backend.py \
-        -k "residues or certif or same_bits_large" -p no:cacheprovider --junitxml="$W/gpu_residues.xml" &
     for md in accurate:21 accurate:22; do
         stage "kernels_16384_${md/:/_}" 60 python3 -m bench.kernel_times matmul 16384 --mode $md --top 4
     done
-    wait
+    stage gpu_residues 150 python3 -m pytest -q --durations=4 -m gpu tests/backends/test_cupy_backend.py \
+        -k "residues or certif or same_bits_large" -p no:cacheprovider --junitxml="$W/gpu_residues.xml"
 elif [ "$profile" = ziv ]; then
     stage gpu_ziv 170 python3 -m pytest -q -x --durations=6 -m gpu tests/backends/test_cupy_backend.py \
         tests/backends/test_graphs.py -k "residual or uncertified or exact or certif or graphs or replay" \
