@@ -59,8 +59,8 @@
 #             at 16384 (N(0,1), phi = 1, 3)
 #   gaps      the five-piece path unrolled by four: residue, same-bits and FFT same-bits tests; time per kernel
 #             and the GPU's idle gaps at 16384 (accurate, accurate:22, exact); certified and exact at 16384
-#   stores    the five-piece path with eight-byte stores: residue and same-bits tests, time per kernel at 16384
-#             on 21 and 22 moduli
+#   stores    the five-piece path (eight-byte stores, then its fold in integers): time per kernel at 16384 on
+#             21 and 22 moduli, then the residue and same-bits tests
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
