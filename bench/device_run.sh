@@ -205,7 +205,10 @@ elif [ "$profile" = stores ]; then  # the five-piece residues in eight-byte stor
         stage "kernels_16384_${md/:/_}" 60 python3 -m bench.kernel_times matmul 16384 --mode $md --top 4
     done
     stage gpu_residues 150 python3 -m pytest -q --durations=4 -m gpu tests/backends/test_cupy_backend.py \
-        -k "residues or certif or same_bits_large" -p no:cacheprovider --junitxml="$W/gpu_residues.xml"
+        -k "residues or certif or same_bits_large" -p no:cacheprovider --junitxml="$W/gpu_residues.xml" &
+    stage gpu_fft 150 python3 -m pytest -q --durations=4 -m gpu tests/fft/test_fft_gpu.py -k "same_bits" \
+        -p no:cacheprovider --junitxml="$W/gpu_fft.xml" &
+    wait
 elif [ "$profile" = ziv ]; then
     stage gpu_ziv 170 python3 -m pytest -q -x --durations=6 -m gpu tests/backends/test_cupy_backend.py \
         tests/backends/test_graphs.py -k "residual or uncertified or exact or certif or graphs or replay" \
