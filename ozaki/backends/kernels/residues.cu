@@ -45,70 +45,59 @@ __device__ __forceinline__ void digit(double x, long long beta, int width, int n
     s = (int)(sh < MAX_SHIFT ? sh : MAX_SHIFT - 1);
 }
 
-// A digit q 2**s (q < 2**53) as the magnitudes w_j of its pieces of 26 bits,
-// q 2**s = sum_j w_j 2**(26 j); NP pieces hold digits below 2**(26 NP).
+// A digit q 2**s (q < 2**53) as pieces v_j of 26 bits, x = sum_j v_j 2**(26 j),
+// signed alike; NP pieces hold digits below 2**(26 NP).
 template <int NP>
-__device__ __forceinline__ void pieces(unsigned long long q, int s, unsigned int (&w)[NP]) {
+__device__ __forceinline__ void pieces(unsigned long long q, int s, bool negative, double (&v)[NP]) {
+    const double sign = negative ? -1.0 : 1.0;
 #pragma unroll
     for (int j = 0; j < NP; ++j) {
-        int sh = 26 * j - s;                   // bit 26 j of the digit is bit sh of q
+        int sh = 26 * j - s;                   // bit 26 j of x is bit sh of q
         unsigned long long t = sh >= 0 ? (sh < 64 ? q >> sh : 0ULL) : (-sh < 64 ? q << -sh : 0ULL);
-        w[j] = (unsigned int)(t & 0x3FFFFFFULL);
+        v[j] = sign * u32_to_double((unsigned int)(t & 0x3FFFFFFULL));
     }
 }
 
-// The residue of x = +-sum_j w_j 2**(26 j) modulo moduli[i], from 2**(26 j) mod p
-// (MOD_C26J): y = sum_j w_j c_j has |y| < 2**26 (1 + 4 * 255) < 2**36 for NP <= 5,
-// so y / p < 2**29: the float64 error of y * (1/p) is below 2**-24, while y / p
-// is at least 1/(2p) >= 2**-9 from a half-integer (p odd) or exactly one (p =
-// 256); the rounded quotient is exact and the remainder lands in [-p/2, p/2]
-// with no fix-up; only p = 256 can give +128, which is -128 in int8's range.
-//
-// Three pieces (the moduli unrolled, the constants instruction operands) fold y
-// on the FP64 pipe.  Five (a loop over the moduli) fold it in 64-bit integer
-// multiply-adds and take the sign after: on the FP64 pipe, with the constants
-// loaded each turn and p = 256 tested at run time, they took 2.7x the time of
-// three for 5/3 of the work (18.3 against 6.8 ms at n = 16384, runs 8447b65, c4e5735).
+// The residue of x = sum_j v_j 2**(26 j) modulo moduli[i], from 2**(26 j) mod p
+// (MOD_C26J).  |x mod-folded| = |sum_j v_j c_j| < 2**26 (1 + 4 * 255) < 2**36
+// for NP <= 5, so x / p < 2**29: the float64 error of x * (1/p) is below 2**-24,
+// while x / p is at least 1/(2p) >= 2**-9 from a half-integer (p odd) or
+// exactly one (p = 256); the rounded quotient is exact and the remainder lands
+// in [-p/2, p/2] with no fix-up; only p = 256 can give +128, which is -128 in
+// int8's range.
 template <int NP>
-__device__ __forceinline__ int residue_of_pieces(const unsigned int (&w)[NP], bool negative, int i) {
-    if constexpr (NP <= 3) {
-        const double sign = negative ? -1.0 : 1.0;
-        double x = sign * u32_to_double(w[0]);
+__device__ __forceinline__ double residue_of_pieces(const double (&v)[NP], int i) {
+    double x = v[0];
 #pragma unroll
-        for (int j = 1; j < NP; ++j) x = fma(sign * u32_to_double(w[j]), MOD_C26J[i][j], x);
-        double t = fma(x, MOD_INV[i], MAGIC) - MAGIC;
-        double r = fma(-t, MOD_P[i], x);
-        return __double2loint(((MOD_P[i] == 256.0 && r == 128.0) ? -128.0 : r) + MAGIC);
-    } else {
-        unsigned long long y = w[0];
-#pragma unroll
-        for (int j = 1; j < NP; ++j) y += (unsigned long long)w[j] * MOD_C26J_U[i][j];
-        double x = __hiloint2double(0x43300000 | (int)(y >> 32), (int)(unsigned int)y) - 4503599627370496.0;
-        double t = fma(x, MOD_INV[i], MAGIC) - MAGIC;
-        int r = __double2loint(fma(-t, MOD_P[i], x) + MAGIC);       // the residue of |x|
-        r = negative ? -r : r;
-        return r == 128 ? -128 : r;                                  // (only p = 256 reaches +-128)
-    }
+    for (int j = 1; j < NP; ++j) x = fma(v[j], MOD_C26J[i][j], x);
+    double t = fma(x, MOD_INV[i], MAGIC) - MAGIC;
+    double r = fma(-t, MOD_P[i], x);
+    return (MOD_P[i] == 256.0 && r == 128.0) ? -128.0 : r;
 }
 
-// The residues of a thread's PER_THREAD digits (each below 2**(26 NP)) into dst,
-// a plane apart per modulus: one eight-byte store per modulus.
-template <int NP>
+// The residues of digits J0 .. J0 + CH - 1 of a thread's PER_THREAD (each below
+// 2**(26 NP)) into dst, a plane apart per modulus: a CH-byte store per modulus.
+template <int CH> struct Bytes;
+template <> struct Bytes<8> { typedef uint2 type; };
+template <> struct Bytes<4> { typedef unsigned int type; };
+
+template <int NP, int CH, int J0>
 __device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)[PER_THREAD],
                                                    const int (&s)[PER_THREAD], const bool (&neg)[PER_THREAD],
                                                    signed char* dst, long long plane) {
-    unsigned int w[PER_THREAD][NP];
+    double v[CH][NP];
 #pragma unroll
-    for (int j = 0; j < PER_THREAD; ++j) pieces<NP>(q[j], s[j], w[j]);
+    for (int j = 0; j < CH; ++j) pieces<NP>(q[J0 + j], s[J0 + j], neg[J0 + j], v[j]);
     // (five pieces: a loop over the moduli, the constants loaded each turn; unrolled, the
     // compiler held all of them in registers at once, 194 registers and spills)
     constexpr int UNROLL = NP > 3 ? 1 : NMOD;
 #pragma unroll UNROLL
     for (int i = 0; i < NMOD; ++i) {
-        union { signed char c[PER_THREAD]; uint2 u; } pack;
+        union { signed char c[CH]; typename Bytes<CH>::type u; } pack;
 #pragma unroll
-        for (int j = 0; j < PER_THREAD; ++j) pack.c[j] = (signed char)residue_of_pieces<NP>(w[j], neg[j], i);
-        *reinterpret_cast<uint2*>(dst + i * plane) = pack.u;
+        for (int j = 0; j < CH; ++j)
+            pack.c[j] = (signed char)__double2loint(residue_of_pieces<NP>(v[j], i) + MAGIC);
+        *reinterpret_cast<typename Bytes<CH>::type*>(dst + i * plane + J0) = pack.u;
     }
 }
 
@@ -138,12 +127,17 @@ extern "C" __global__ void residues(const double* __restrict__ x, long long rows
         signed char* dst = out + row * kpad + col;
         if (smax <= 24) {
             // below 2**77: the fast and accurate modes' digits at up to 21 moduli
-            residues_by_pieces<3>(q, s, neg, dst, plane);
+            residues_by_pieces<3, 8, 0>(q, s, neg, dst, plane);
         } else if (smax <= 76) {
             // below 2**129: accurate mode's from 22 moduli on (three pieces took the
-            // two-step path below, 3.6x the time: 24.1 against 6.8 ms at n = 16384),
-            // and exact mode's slices up to that width
-            residues_by_pieces<5>(q, s, neg, dst, plane);
+            // two-step path below: 24.1 ms at n = 16384, run 6872fbd), and exact mode's
+            // slices up to that width.  Now 18.3 ms, still 2.7x the three pieces' 6.8 ms
+            // at 21 moduli for 1.4x their FP64 work; not explained yet: the moduli
+            // unrolled by four (19.4 ms, run ae0bef0), eight-byte stores (18.4, c4e5735)
+            // and the fold in 64-bit integers (20.9, 2288d26) did no better.
+            // (four digits at a time: five pieces of eight would take 80 registers)
+            residues_by_pieces<5, 4, 0>(q, s, neg, dst, plane);
+            residues_by_pieces<5, 4, 4>(q, s, neg, dst, plane);
         } else {
             // Larger digits (exact-mode slices): (q mod p)(2**s mod p), reduced again.
 #pragma unroll 1
