@@ -61,11 +61,13 @@
 #             and the GPU's idle gaps at 16384 (accurate, accurate:22, exact); certified and exact at 16384
 #   stores    the five-piece path (eight-byte stores, then its fold in integers): time per kernel at 16384 on
 #             21 and 22 moduli, then the residue and same-bits tests
+#   fftnow    the FFT table after the fused kernel's leaner stages and lift (1-D 2^16, 2^20, a batch of
+#             4096 x 1024, fftn 256^3), no tests (the code ran them in run 8447b65)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -209,6 +211,9 @@ elif [ "$profile" = stores ]; then  # the five-piece residues in eight-byte stor
     stage gpu_fft 150 python3 -m pytest -q --durations=4 -m gpu tests/fft/test_fft_gpu.py -k "same_bits" \
         -p no:cacheprovider --junitxml="$W/gpu_fft.xml" &
     wait
+elif [ "$profile" = fftnow ]; then  # the FFT's times on the current kernels
+    stage fft 120 python3 -m bench.fft --cubes 256 --batches 4096x1024 --sizes 65536 1048576 --repeats 3 \
+        --out "$W/fft.json"
 elif [ "$profile" = ziv ]; then
     stage gpu_ziv 170 python3 -m pytest -q -x --durations=6 -m gpu tests/backends/test_cupy_backend.py \
         tests/backends/test_graphs.py -k "residual or uncertified or exact or certif or graphs or replay" \
