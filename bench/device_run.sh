@@ -89,6 +89,10 @@ stage() {   # stage NAME SECONDS CMD...: run with a time limit, log to $W/NAME.t
     echo "$name: rc=$? $(( $(date +%s) - t0 )) s" >> "$W/stages.txt"
     tar czf "$OUT/results.tgz" -C "$W" .        # what finished comes back even if a later stage is cut
 }
+gpu_tests() {   # gpu_tests NAME SECONDS PYTEST-ARGS...: the GPU tests asked, timed, with a junit file
+    local name=$1 limit=$2; shift 2
+    stage "$name" "$limit" python3 -m pytest -q --durations=6 -m gpu "$@" -p no:cacheprovider --junitxml="$W/$name.xml"
+}
 nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit,clocks.max.sm --format=csv,noheader > "$W/device.txt"
 modes="accurate accurate:15 accurate:14 fast fast:15 exact"
 if [ "$profile" = fused ]; then      # one call: tiles swept and chosen, then everything under them
@@ -159,12 +163,10 @@ elif [ "$profile" = graphs ]; then   # CUDA-graph replays of small products
     stage graph_probe 80 python3 -m bench.graph_probe --out "$W/graph_probe.json"
     stage crossover 120 python3 -m bench.crossover --out "$W/crossover.json"
 elif [ "$profile" = lift ]; then   # the fused kernel's leaner stages and CRT lift
-    stage gpu_fused 240 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_fused.py \
-        -p no:cacheprovider --junitxml="$W/gpu_fused.xml" &
-    stage gpu_mends 240 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_graphs.py \
+    gpu_tests gpu_fused 240 tests/backends/test_fused.py &
+    gpu_tests gpu_mends 240 tests/backends/test_graphs.py \
         tests/backends/test_cupy_backend.py tests/backends/test_certify_cuh.py tests/test_exact_by_test.py \
-        -k "graph or replay or exact_by_test or by_test or residual or uncertified or certify or zero" \
-        -p no:cacheprovider --junitxml="$W/gpu_mends.xml" &
+        -k "graph or replay or exact_by_test or by_test or residual or uncertified or certify or zero" &
     wait
     stage crossover 90 python3 -m bench.crossover --out "$W/crossover.json"
     for c in "stack 4096x64" "stack 256x256" "matmul 512" "matmul 1024"; do
@@ -179,12 +181,10 @@ elif [ "$profile" = lift ]; then   # the fused kernel's leaner stages and CRT li
         --section SpeedOfLight --section LaunchStats --section Occupancy --section InstructionStats \
         python3 -m bench.fused_probe
 elif [ "$profile" = pieces ]; then  # residues of digits up to 2**129 in one step; fused conversions
-    stage gpu_residues 240 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_cupy_backend.py \
-        tests/test_certified.py tests/test_exact_by_test.py -p no:cacheprovider --junitxml="$W/gpu_residues.xml" &
-    stage gpu_fused 240 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_fused.py \
-        -p no:cacheprovider --junitxml="$W/gpu_fused.xml" &
-    stage gpu_fft 240 python3 -m pytest -q --durations=6 -m gpu tests/fft/test_fft_gpu.py -k "same_bits" \
-        -p no:cacheprovider --junitxml="$W/gpu_fft.xml" &
+    gpu_tests gpu_residues 240 tests/backends/test_cupy_backend.py \
+        tests/test_certified.py tests/test_exact_by_test.py &
+    gpu_tests gpu_fused 240 tests/backends/test_fused.py &
+    gpu_tests gpu_fft 240 tests/fft/test_fft_gpu.py -k "same_bits" &
     wait
     stage crossover 90 python3 -m bench.crossover --out "$W/crossover.json"
     stage kernels_16384_accurate_22 60 python3 -m bench.kernel_times matmul 16384 --mode accurate:22 --top 8
@@ -192,10 +192,9 @@ elif [ "$profile" = pieces ]; then  # residues of digits up to 2**129 in one ste
     stage certified 200 python3 -m bench.certified --n 16384 --families normal phi3 --moduli 22 \
         --repeats 2 --out "$W/certified.json"
 elif [ "$profile" = gaps ]; then  # the five-piece residues unrolled; where the GPU idles at 16384
-    stage gpu_residues 200 python3 -m pytest -q --durations=6 -m gpu tests/backends/test_cupy_backend.py \
-        -k "residues or same_bits or certif" -p no:cacheprovider --junitxml="$W/gpu_residues.xml" &
-    stage gpu_fft 200 python3 -m pytest -q --durations=6 -m gpu tests/fft/test_fft_gpu.py -k "same_bits" \
-        -p no:cacheprovider --junitxml="$W/gpu_fft.xml" &
+    gpu_tests gpu_residues 200 tests/backends/test_cupy_backend.py \
+        -k "residues or same_bits or certif" &
+    gpu_tests gpu_fft 200 tests/fft/test_fft_gpu.py -k "same_bits" &
     wait
     for md in accurate accurate:22 exact; do
         stage "kernels_16384_${md/:/_}" 60 python3 -m bench.kernel_times matmul 16384 --mode $md --top 8 --gaps 8
@@ -206,10 +205,9 @@ elif [ "$profile" = stores ]; then  # the five-piece residues in eight-byte stor
     for md in accurate:21 accurate:22; do
         stage "kernels_16384_${md/:/_}" 60 python3 -m bench.kernel_times matmul 16384 --mode $md --top 4
     done
-    stage gpu_residues 150 python3 -m pytest -q --durations=4 -m gpu tests/backends/test_cupy_backend.py \
-        -k "residues or certif or same_bits_large" -p no:cacheprovider --junitxml="$W/gpu_residues.xml" &
-    stage gpu_fft 150 python3 -m pytest -q --durations=4 -m gpu tests/fft/test_fft_gpu.py -k "same_bits" \
-        -p no:cacheprovider --junitxml="$W/gpu_fft.xml" &
+    gpu_tests gpu_residues 150 tests/backends/test_cupy_backend.py \
+        -k "residues or certif or same_bits_large" &
+    gpu_tests gpu_fft 150 tests/fft/test_fft_gpu.py -k "same_bits" &
     wait
 elif [ "$profile" = fftnow ]; then  # the FFT's times on the current kernels
     stage fft 120 python3 -m bench.fft --cubes 256 --batches 4096x1024 --sizes 65536 1048576 --repeats 3 \
