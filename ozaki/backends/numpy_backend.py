@@ -160,8 +160,10 @@ def residues(x, beta, width, m, nearest=False):
     x = v2 (2**52 mod p) + v1 (2**26 mod p) + v0 is below 2**35 and its rounded
     quotient by p is exact in float64 (x / p is 2**-9 from a half-integer, the
     float64 error of x * (1/p) below 2**-18): one remainder, already in the
-    symmetric range (p = 256: +128 is -128).  Larger shifts (exact-mode
-    slices) take (q mod p)(2**s mod p) mod p in integers.
+    symmetric range (p = 256: +128 is -128).  Larger shifts take (q mod p)(2**s
+    mod p) mod p in integers.  (The kernel has a third way, five pieces for
+    24 < s <= 76; a residue is unique in the symmetric range, so every way gives
+    these values, as tests/backends/test_cupy_backend.py checks on each.)
     """
     negative, q, s = digits(x, beta, width, nearest)
     sign = np.where(negative, -1.0, 1.0)

@@ -8,8 +8,9 @@
 //
 // out has shape (NMOD, rows, kpad), row-major; columns k..kpad-1 are zero so
 // that the int8 GEMMs can run on a padded inner dimension.  Each thread does
-// eight consecutive columns of one row and writes eight bytes per modulus:
-// one read of x, one write of every residue, nothing else.
+// eight consecutive columns of one row and writes their eight bytes per modulus
+// (in two four-byte halves on the five-piece path): one read of x, one write of
+// every residue, nothing else.
 //
 // Compile-time: NMOD and the constant tables MOD_P, MOD_INV, MOD_C26J
 // (2**(26 j) mod p) from cupy_backend._constant_tables; the modular
@@ -135,7 +136,11 @@ extern "C" __global__ void residues(const double* __restrict__ x, long long rows
             // at 21 moduli for 1.4x their FP64 work; not explained yet: the moduli
             // unrolled by four (19.4 ms, run ae0bef0), eight-byte stores (18.4, c4e5735)
             // and the fold in 64-bit integers (20.9, 2288d26) did no better.
-            // (four digits at a time: five pieces of eight would take 80 registers)
+            // (four digits at a time: eight digits of five pieces, 40 doubles, would
+            // take 80 registers.  The branch still lifts the kernel from 72 to 98
+            // registers at 16-22 moduli, and the general shifts of pieces<3> from 82 to
+            // 174 at 49 (review of this change): the three-piece path ran 5.4 -> 5.9 ms
+            // at 16 moduli and n = 16384 (runs a9b41de, ae0bef0); next to mend.)
             residues_by_pieces<5, 4, 0>(q, s, neg, dst, plane);
             residues_by_pieces<5, 4, 4>(q, s, neg, dst, plane);
         } else {
