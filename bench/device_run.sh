@@ -63,11 +63,13 @@
 #             21 and 22 moduli, then the residue and same-bits tests
 #   fftnow    the FFT table after the fused kernel's leaner stages and lift (1-D 2^16, 2^20, a batch of
 #             4096 x 1024, fftn 256^3), no tests (the code ran them in run 8447b65)
+#   moduli14  issue 11's squares at fewer moduli where DMMCH allows: native, accurate at 16, 15 and 14
+#             moduli and fast at 15 for n = 4096, 8192, 16384 on N(0,1) and phi = 1, DMMCH on 24 entries
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -212,6 +214,9 @@ elif [ "$profile" = stores ]; then  # the five-piece residues in eight-byte stor
 elif [ "$profile" = fftnow ]; then  # the FFT's times on the current kernels
     stage fft 120 python3 -m bench.fft --cubes 256 --batches 4096x1024 --sizes 65536 1048576 --repeats 3 \
         --out "$W/fft.json"
+elif [ "$profile" = moduli14 ]; then  # the squares at 14-16 moduli against native, with DMMCH
+    stage gemm 300 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal phi1 --no-emulated \
+        --samples 24 --repeats 3 --modes accurate accurate:15 accurate:14 fast:15 --out "$W/gemm.json"
 elif [ "$profile" = ziv ]; then
     stage gpu_ziv 170 python3 -m pytest -q -x --durations=6 -m gpu tests/backends/test_cupy_backend.py \
         tests/backends/test_graphs.py -k "residual or uncertified or exact or certif or graphs or replay" \
