@@ -178,12 +178,23 @@ def _padded(k):
     return -(-k // K_PAD) * K_PAD
 
 
+# Digits below 2**77 take three 26-bit pieces; residues.cu's five-piece path (up to
+# 2**129) is built in where digits are wider: accurate (and certified) mode's from 22
+# moduli on, whose digits reach 2**80 and more (the two-step path took 24.1 ms at
+# n = 16384 against 6.8 ms of three pieces at 21 moduli, run 6872fbd; five pieces 18.3,
+# run 8447b65), and exact mode's slices past 77 bits.  Built in everywhere it cost the
+# three-piece path registers (72 -> 98) and time (5.4 -> 5.9 ms at 16 moduli, n = 16384).
+def _wide_digits(m, width):
+    return (width or 0) > 77 or (not width and m >= 22)
+
+
 def residues(x, beta, width, m, nearest=False):
     """int8 residues (m, rows, kpad) of the slice digits of x; kpad = k rounded up to 16."""
     rows, k = x.shape
     kpad = _padded(k)
     out = cupy.empty((m, rows, kpad), dtype=cupy.int8)
-    kern = _kernel("residues.cu", "residues", (("NMOD", m),), _device(), (m,))
+    kern = _kernel("residues.cu", "residues", (("NMOD", m), ("WIDE_DIGITS", int(_wide_digits(m, width)))),
+                   _device(), (m,))
     grid, block = _grid(rows * kpad // 8)
     kern(grid, block, (cupy.ascontiguousarray(x, dtype=cupy.float64), np.int64(rows), np.int64(k),
                        np.int64(kpad), cupy.ascontiguousarray(beta, dtype=cupy.int64),

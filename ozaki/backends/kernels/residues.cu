@@ -18,6 +18,12 @@
 
 #define MAX_SHIFT 2304
 #define PER_THREAD 8
+// WIDE_DIGITS (cupy_backend.residues: 22 moduli or more, or slices wider than 2**77):
+// digits up to 2**129 by five pieces instead of the two-step path.  Without it the
+// kernel keeps the three-piece path's registers (72 at 16-22 moduli, against 98).
+#ifndef WIDE_DIGITS
+#define WIDE_DIGITS 0
+#endif
 
 #include "modular.cuh"
 
@@ -48,14 +54,24 @@ __device__ __forceinline__ void digit(double x, long long beta, int width, int n
 
 // A digit q 2**s (q < 2**53) as pieces v_j of 26 bits, x = sum_j v_j 2**(26 j),
 // signed alike; NP pieces hold digits below 2**(26 NP).
+// Three pieces (s <= 24): from the low 64 bits of q 2**s and q's top, fixed shifts;
+// the general shifts of more pieces cost the three-piece path registers (82 -> 174 at
+// 49 moduli).
 template <int NP>
 __device__ __forceinline__ void pieces(unsigned long long q, int s, bool negative, double (&v)[NP]) {
     const double sign = negative ? -1.0 : 1.0;
+    if constexpr (NP == 3) {
+        unsigned long long w = q << s;                               // the low 64 bits suffice for v1, v0
+        v[2] = sign * u32_to_double((unsigned int)(q >> (52 - s)));
+        v[1] = sign * u32_to_double((unsigned int)((w >> 26) & 0x3FFFFFFULL));
+        v[0] = sign * u32_to_double((unsigned int)(w & 0x3FFFFFFULL));
+    } else {
 #pragma unroll
-    for (int j = 0; j < NP; ++j) {
-        int sh = 26 * j - s;                   // bit 26 j of x is bit sh of q
-        unsigned long long t = sh >= 0 ? (sh < 64 ? q >> sh : 0ULL) : (-sh < 64 ? q << -sh : 0ULL);
-        v[j] = sign * u32_to_double((unsigned int)(t & 0x3FFFFFFULL));
+        for (int j = 0; j < NP; ++j) {
+            int sh = 26 * j - s;                   // bit 26 j of x is bit sh of q
+            unsigned long long t = sh >= 0 ? (sh < 64 ? q >> sh : 0ULL) : (-sh < 64 ? q << -sh : 0ULL);
+            v[j] = sign * u32_to_double((unsigned int)(t & 0x3FFFFFFULL));
+        }
     }
 }
 
@@ -129,6 +145,7 @@ extern "C" __global__ void residues(const double* __restrict__ x, long long rows
         if (smax <= 24) {
             // below 2**77: the fast and accurate modes' digits at up to 21 moduli
             residues_by_pieces<3, 8, 0>(q, s, neg, dst, plane);
+#if WIDE_DIGITS
         } else if (smax <= 76) {
             // below 2**129: accurate mode's from 22 moduli on (three pieces took the
             // two-step path below: 24.1 ms at n = 16384, run 6872fbd), and exact mode's
@@ -143,6 +160,7 @@ extern "C" __global__ void residues(const double* __restrict__ x, long long rows
             // at 16 moduli and n = 16384 (runs a9b41de, ae0bef0); next to mend.)
             residues_by_pieces<5, 4, 0>(q, s, neg, dst, plane);
             residues_by_pieces<5, 4, 4>(q, s, neg, dst, plane);
+#endif
         } else {
             // Larger digits (exact-mode slices): (q mod p)(2**s mod p), reduced again.
 #pragma unroll 1
