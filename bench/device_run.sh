@@ -66,8 +66,9 @@
 #   moduli14  issue 11's squares at fewer moduli where DMMCH allows: native, accurate at 16, 15 and 14
 #             moduli and fast at 15 for n = 4096, 8192, 16384 on N(0,1) and phi = 1, DMMCH on 24 entries
 #   next8     branch gpu-next (the eighth session's unverified change): the residue kernel narrow (three
-#             pieces, 72 registers) below 22 moduli and wide (five pieces) from 22: its tests and every
-#             path's same bits, then the residue pass timed at 16, 21 and 22 moduli and on the 4096 x 64^2 stack
+#             pieces, 72 registers) below 22 moduli and wide (five pieces, their constants from shared
+#             memory instead of LDC at a run-time index) from 22: the residue pass timed at 16, 21 and 22
+#             moduli and on the 4096 x 64^2 stack, then its tests and every path's same bits
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}

@@ -138,12 +138,13 @@ def _array(name, values):
 def _constant_tables(m, crt=False):
     """The moduli's constants as compile-time tables, so the kernels' fully
     unrolled loops read them as constant-bank operands instead of loads:
-    MOD_P, MOD_INV (1/p rounded), MOD_C26J[i][j] (2**(26 j) mod p_i, j < 5), and
+    MOD_P, MOD_INV (1/p rounded), MOD_ROW[i] (p_i, 1/p_i, 2**(26 j) mod p_i for j = 1..4), and
     with ``crt`` the CRT limbs CRT_C[i][l], CRT_P[l] and CRT_INV_P."""
     ps = _moduli(m)
     src = (_array("MOD_P[]", ps) + _array("MOD_INV[]", [1.0 / p for p in ps])
-           + f"__constant__ double MOD_C26J[{m}][5] = "
-           + "{" + ", ".join(_doubles([pow(2, 26 * j, p) for j in range(5)]) for p in ps) + "};\n")
+           + f"__constant__ double MOD_ROW[{m}][8] = "
+           + "{" + ", ".join(_doubles([p, 1.0 / p] + [pow(2, 26 * j, p) for j in range(1, 5)] + [0, 0])
+                             for p in ps) + "};\n")
     if crt:
         k = crt_constants(m)
         src += (f"__constant__ double CRT_C[{m}][{k.L}] = {{{', '.join(_doubles(row) for row in k.c_limbs)}}};\n"
