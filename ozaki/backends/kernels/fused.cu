@@ -120,6 +120,7 @@ __device__ __forceinline__ void seek_group(const Operands& op, LoadState& s, lon
 // instructions per copy instead of a division and a 64-bit product.
 #define CHUNKS ((BM + BN) * (BK / 16))
 #define COPIES ((CHUNKS + THREADS - 1) / THREADS)
+static_assert(COPIES <= 32, "Copies::on_a holds a bit a copy");
 
 struct Copies {
     long long src[COPIES];             // the chunk's offset in its operand tile (row * kp + kc)
