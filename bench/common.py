@@ -11,6 +11,12 @@ import numpy as np
 from ozaki import reference
 
 
+def mode_spec(text):
+    """A benchmark's mode argument, MODE or MODE:MODULI, as (mode, num_moduli or None)."""
+    mode, _, moduli = text.partition(":")
+    return mode, int(moduli) if moduli else None
+
+
 def time_gpu(fn, warmup=2, repeats=7):
     """Median milliseconds of fn() over repeats, CUDA events, after warm-up."""
     import cupy

@@ -254,7 +254,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default="bench/results/dask_gemm.json")
     a = ap.parse_args(argv)
-    modes = [(s.split(":")[0], int(s.split(":")[1]) if ":" in s else None) for s in a.modes]
+    modes = [common.mode_spec(s) for s in a.modes]
     engine = Engine(a.engine, a.gpus, a.threads, a.cpu)
     try:
         rows = run(engine, a.sizes, a.chunk, modes, a.warmup, a.repeats)

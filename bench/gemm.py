@@ -154,7 +154,7 @@ def main(argv=None):
                     help="float32: float32/complex64 operands, against cuBLAS SGEMM/CGEMM")
     ap.add_argument("--out", default="bench/results/gemm.json")
     a = ap.parse_args(argv)
-    modes = [(s.split(":")[0], int(s.split(":")[1]) if ":" in s else None) for s in a.modes]
+    modes = [common.mode_spec(s) for s in a.modes]
     shapes = [(1, n, n, n) for n in a.sizes] + [tuple(int(v) for v in s.split("x")) for s in a.shapes]
     rows = run(shapes, modes, a.families, a.samples, a.repeats, emulated=not a.no_emulated,
                substrates=a.substrates, paths=a.paths, dtype=a.dtype)

@@ -19,6 +19,8 @@ from collections import defaultdict
 
 import numpy as np
 
+from bench import common
+
 
 def kernel_times(call, synchronize, gaps=None):
     """[(name, calls, total ms)] of the kernels ``call()`` launches, longest first, and
@@ -73,16 +75,14 @@ def main(argv=None):
              "stack": lambda s: (int(s.lower().split("x")[0]),) + (int(s.lower().split("x")[1]),) * 2}[a.what](a.n)
     if a.what in ("matmul", "stack"):
         A, B = (cupy.asarray(rng.standard_normal(shape)) for _ in range(2))
-        mode, _, moduli = (a.mode or "").partition(":")
-        kw = {"mode": mode or None, "num_moduli": int(moduli) if moduli else None}
-        call = lambda: ozaki.matmul(A, B, **kw)                           # noqa: E731
+        mode, num_moduli = common.mode_spec(a.mode) if a.mode else (None, None)
+        call = lambda: ozaki.matmul(A, B, mode=mode, num_moduli=num_moduli)  # noqa: E731
     else:
         d = cupy.asarray(rng.random(shape) - 0.5 + 1j * (rng.random(shape) - 0.5 if a.what != "fftn" else 0))
         fn = ozaki.fft.fftn if a.what == "fftn" else ozaki.fft.fft
         call = lambda: fn(d)                                              # noqa: E731
     gaps = []
     rows, total = kernel_times(call, cupy.cuda.Device().synchronize, gaps)
-    from . import common
     wall, _ = common.time_gpu(call, warmup=1, repeats=5)
     print(f"{a.what} {a.n}{' ' + a.mode if a.mode else ''}: {sum(r[1] for r in rows)} kernels, {total:.3f} ms of GPU time, {wall:.3f} ms a call")
     print(f"{'ms':>9} {'share':>6} {'calls':>6}  kernel")

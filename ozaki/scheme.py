@@ -627,16 +627,22 @@ def gaps(xp, a, fmt):
     return xp.where(a == 0, 2.0 ** least, xp.where(below, 0.5 * up, up))
 
 
+def _magnitudes_and_gaps(backend, C):
+    """(|C| in float64, where it is finite, the smaller gap beside it in C's format) for
+    the per-entry tests: float32 C widened exactly, subnormals kept; non-finite entries'
+    gaps are zero's."""
+    xp = backend.xp
+    a = xp.abs(C if C.dtype == np.float64 else backend.widen(C))
+    finite = xp.isfinite(a)
+    return a, finite, gaps(xp, xp.where(finite, a, 0.0), np.finfo(C.dtype))
+
+
 def certified_entries(backend, C, delta, ieee):
     """Where C is provably faithful: 2 Delta below the smaller gap beside C (then the
     exact value lies strictly between C's neighbours in C's own format, float64 or
     float32), or ``ieee`` (entries decided by NaN/inf inputs).  A non-finite C from
     finite inputs (overflow) is not."""
-    xp = backend.xp
-    wide = C if C.dtype == np.float64 else backend.widen(C)       # exactly, subnormals kept
-    a = xp.abs(wide)
-    finite = xp.isfinite(a)
-    gap = gaps(xp, xp.where(finite, a, 0.0), np.finfo(C.dtype))
+    _, finite, gap = _magnitudes_and_gaps(backend, C)
     with np.errstate(over="ignore"):                        # 2 Delta past the range: not certified
         return ieee | (finite & (2.0 * delta < gap))
 
@@ -650,13 +656,9 @@ def rounded_entries(backend, C, rho, delta, ieee):
     formed), a non-finite C or a zero C is not (kernels/certify.cuh, correctly_rounded):
     the bound leaves a zero's sign open (float32's half gap at zero exceeds the bound's
     2**-1071 floor, so an exact value of either sign may lie within it)."""
-    xp = backend.xp
-    wide = C if C.dtype == np.float64 else backend.widen(C)
-    a = xp.abs(wide)
-    finite = xp.isfinite(a)
-    gap = gaps(xp, xp.where(finite, a, 0.0), np.finfo(C.dtype))
+    a, finite, gap = _magnitudes_and_gaps(backend, C)
     with np.errstate(over="ignore", invalid="ignore"):
-        return ieee | (finite & (a != 0) & ((xp.abs(rho) + delta) * (1.0 + 2.0 ** -50) < 0.5 * gap))
+        return ieee | (finite & (a != 0) & ((backend.xp.abs(rho) + delta) * (1.0 + 2.0 ** -50) < 0.5 * gap))
 
 
 # Without the backend's exact_entries (the CPU), or where the exact dot's window
