@@ -192,6 +192,8 @@ def _padded(k):
 # n = 16384).  Either build gives the same residues (digits past its pieces take the
 # two-step path).
 def _wide_digits(m, width, k):
+    """Whether residues.cu is built with its five-piece path for m moduli, slices of
+    ``width`` bits (None: accurate mode's digits) and inner dimension k."""
     if width:
         return width > 77
     return m >= 21 or math.log2(crt_bound_float(m)) - math.log2(max(k, 1)) > 146
@@ -202,7 +204,7 @@ def residues(x, beta, width, m, nearest=False):
     rows, k = x.shape
     kpad = _padded(k)
     out = cupy.empty((m, rows, kpad), dtype=cupy.int8)
-    kern = _kernel("residues.cu", "residues", (("NMOD", m), ("WIDE_DIGITS", int(_wide_digits(m, width)))),
+    kern = _kernel("residues.cu", "residues", (("NMOD", m), ("WIDE_DIGITS", int(_wide_digits(m, width, k)))),
                    _device(), (m,))
     grid, block = _grid(rows * kpad // 8)
     kern(grid, block, (cupy.ascontiguousarray(x, dtype=cupy.float64), np.int64(rows), np.int64(k),
