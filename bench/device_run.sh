@@ -65,11 +65,17 @@
 #             4096 x 1024, fftn 256^3), no tests (the code ran them in run 8447b65)
 #   moduli14  issue 11's squares at fewer moduli where DMMCH allows: native, accurate at 16, 15 and 14
 #             moduli and fast at 15 for n = 4096, 8192, 16384 on N(0,1) and phi = 1, DMMCH on 24 entries
+#   next8     branch gpu-next (the eighth session's unverified change): the residue kernel narrow (three
+#             pieces, 72 registers) below 22 moduli and wide (five pieces, their constants from shared
+#             memory instead of LDC at a run-time index) from 22: the residue pass timed at 16, 21 and 22
+#             moduli and on the 4096 x 64^2 stack, then its tests and every path's same bits
+#   s9a       next8 with the fused kernel's one rounding helper, and the FFT (fftn 256^3, a batch of
+#             4096 x 1024, 1-D 2^16) on the auto path against the fused kernel forced
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -217,6 +223,21 @@ elif [ "$profile" = fftnow ]; then  # the FFT's times on the current kernels
 elif [ "$profile" = moduli14 ]; then  # the squares at 14-16 moduli against native, with DMMCH
     stage gemm 300 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal phi1 --no-emulated \
         --samples 24 --repeats 3 --modes accurate accurate:15 accurate:14 fast:15 --out "$W/gemm.json"
+elif [ "$profile" = next8 ] || [ "$profile" = s9a ]; then  # branch gpu-next: narrow and wide residue kernels
+    for md in accurate accurate:21 accurate:22; do
+        stage "kernels_16384_${md/:/_}" 60 python3 -m bench.kernel_times matmul 16384 --mode $md --top 4
+    done
+    stage kernels_stack_4096x64 40 python3 -m bench.kernel_times stack 4096x64 --top 4
+    gpu_tests gpu_residues 240 tests/backends/test_cupy_backend.py tests/test_certified.py &
+    gpu_tests gpu_fused 240 tests/backends/test_fused.py &
+    gpu_tests gpu_fft 240 tests/fft/test_fft_gpu.py -k "same_bits" &
+    wait
+    if [ "$profile" = s9a ]; then
+        for path in auto fused; do
+            stage "fft_$path" 100 python3 -m bench.fft --cubes 256 --batches 4096x1024 --sizes 65536 --repeats 3 \
+                --path $path --out "$W/fft_$path.json"
+        done
+    fi
 elif [ "$profile" = ziv ]; then
     stage gpu_ziv 170 python3 -m pytest -q -x --durations=6 -m gpu tests/backends/test_cupy_backend.py \
         tests/backends/test_graphs.py -k "residual or uncertified or exact or certif or graphs or replay" \
@@ -388,6 +409,6 @@ echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 for f in "$W"/kernels_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; head -22 "$f"; }; done
 [ -f "$W/ncu.txt" ] && { echo "== ncu =="; grep -E "^  fused|Duration|Executed Instructions  |Registers Per|Issue Slots Busy|Achieved Occ" "$W/ncu.txt"; }
 [ -f "$W/fft_profile.txt" ] && { echo "== FFT profile =="; head -45 "$W/fft_profile.txt"; }
-ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_table.txt "$W"/fft_cublas.txt "$W"/fft_direct.txt "$W"/fft_fused.txt "$W"/fft_1024.txt 2>/dev/null; }
+ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_table.txt "$W"/fft_cublas.txt "$W"/fft_direct.txt "$W"/fft_auto.txt "$W"/fft_fused.txt "$W"/fft_1024.txt 2>/dev/null | cut -c1-480; }
 [ -f "$W/verify.txt" ] && { echo "== verify =="; grep -E "FAIL|fail|verify:" "$W/verify.txt" | tail -8; }
 } | tee "$OUT/summary.txt"

@@ -32,7 +32,7 @@ import cupy
 import numpy as np
 from cupy.cuda import cublas
 
-from ..crt import crt_constants
+from ..crt import crt_bound_float, crt_constants
 from ..crt import moduli as _moduli
 from . import graphs, native, numpy_backend
 from .graphs import replayed  # noqa: F401  (a backend step: scheme._stack_piece)
@@ -138,12 +138,13 @@ def _array(name, values):
 def _constant_tables(m, crt=False):
     """The moduli's constants as compile-time tables, so the kernels' fully
     unrolled loops read them as constant-bank operands instead of loads:
-    MOD_P, MOD_INV (1/p rounded), MOD_C26J[i][j] (2**(26 j) mod p_i, j < 5), and
+    MOD_P, MOD_INV (1/p rounded), MOD_ROW[i] (p_i, 1/p_i, 2**(26 j) mod p_i for j = 1..4), and
     with ``crt`` the CRT limbs CRT_C[i][l], CRT_P[l] and CRT_INV_P."""
     ps = _moduli(m)
     src = (_array("MOD_P[]", ps) + _array("MOD_INV[]", [1.0 / p for p in ps])
-           + f"__constant__ double MOD_C26J[{m}][5] = "
-           + "{" + ", ".join(_doubles([pow(2, 26 * j, p) for j in range(5)]) for p in ps) + "};\n")
+           + f"__constant__ double MOD_ROW[{m}][8] = "
+           + "{" + ", ".join(_doubles([p, 1.0 / p] + [pow(2, 26 * j, p) for j in range(1, 5)] + [0, 0])
+                             for p in ps) + "};\n")
     if crt:
         k = crt_constants(m)
         src += (f"__constant__ double CRT_C[{m}][{k.L}] = {{{', '.join(_doubles(row) for row in k.c_limbs)}}};\n"
@@ -178,12 +179,33 @@ def _padded(k):
     return -(-k // K_PAD) * K_PAD
 
 
+# Digits below 2**77 take three 26-bit pieces; residues.cu's five-piece path (up to
+# 2**129) is built in where digits are wider (the two-step path took 24.1 ms at
+# n = 16384 and 22 moduli against 6.8 ms of three pieces at 21, run 6872fbd; five
+# pieces 18.3, run 8447b65): exact mode's slices past 77 bits, and accurate (and
+# certified) mode's digits from about 21 moduli.  Their largest shift s over the row
+# scale follows log2 of the CRT bound less log2 k (N(0,1), the CPU's plan): s <= 24 up
+# to about 148 (16 moduli: 110-120; 20 moduli: 140-150, s 19-23; 21 moduli at k =
+# 16384: 148, s 23; at k = 1024: 152, s 25; 22 moduli: 155-165, s 27-31); rows of few
+# large terms get more bits, hence every count from 21.  Wherever else it is built in, it
+# costs the three-piece path registers (72 -> 98) and time (5.4 -> 5.9 ms at 16 moduli,
+# n = 16384).  Either build gives the same residues (digits past its pieces take the
+# two-step path).
+def _wide_digits(m, width, k):
+    """Whether residues.cu is built with its five-piece path for m moduli, slices of
+    ``width`` bits (None: accurate mode's digits) and inner dimension k."""
+    if width:
+        return width > 77
+    return m >= 21 or math.log2(crt_bound_float(m)) - math.log2(max(k, 1)) > 146
+
+
 def residues(x, beta, width, m, nearest=False):
     """int8 residues (m, rows, kpad) of the slice digits of x; kpad = k rounded up to 16."""
     rows, k = x.shape
     kpad = _padded(k)
     out = cupy.empty((m, rows, kpad), dtype=cupy.int8)
-    kern = _kernel("residues.cu", "residues", (("NMOD", m),), _device(), (m,))
+    kern = _kernel("residues.cu", "residues", (("NMOD", m), ("WIDE_DIGITS", int(_wide_digits(m, width, k)))),
+                   _device(), (m,))
     grid, block = _grid(rows * kpad // 8)
     kern(grid, block, (cupy.ascontiguousarray(x, dtype=cupy.float64), np.int64(rows), np.int64(k),
                        np.int64(kpad), cupy.ascontiguousarray(beta, dtype=cupy.int64),

@@ -120,6 +120,7 @@ __device__ __forceinline__ void seek_group(const Operands& op, LoadState& s, lon
 // instructions per copy instead of a division and a 64-bit product.
 #define CHUNKS ((BM + BN) * (BK / 16))
 #define COPIES ((CHUNKS + THREADS - 1) / THREADS)
+static_assert(COPIES <= 32, "Copies::on_a holds a bit a copy");
 
 struct Copies {
     long long src[COPIES];             // the chunk's offset in its operand tile (row * kp + kc)
@@ -228,6 +229,17 @@ __device__ __forceinline__ void store_residues(const int (&x)[MT][NT][4], int i,
             }
 }
 #endif
+
+// One output part: its Kulisch limbs normalized, rounded once to OUT_T at 2**e and
+// stored (with RESIDUAL, the rounding's residual beside it).
+__device__ __forceinline__ void store_rounded(long long* acc, long long e, OUT_T* out, double* rho) {
+    normalize(acc, LACC);
+#ifdef RESIDUAL
+    *out = round_to<LACC, OUT_T, true>(acc, e, rho);
+#else
+    *out = round_to<LACC, OUT_T>(acc, e);
+#endif
+}
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 fused(const signed char* a0, const signed char* a1, const signed char* a2,
@@ -431,19 +443,9 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
             if (CRT_U > 1 && (r[u] >= m_left || c[u] >= n_left)) continue;
             long long e = beta_a[a_row0 + r[u]] + beta_b[b_row0 + c[u]];
             long long at = g * out_gstride + (long long)(i0 + r[u]) * out_rstride + j0 + c[u];
-            normalize(acc_l[u][0], LACC);
-#ifdef RESIDUAL
-            out0[at] = round_to<LACC, OUT_T, true>(acc_l[u][0], e, rho0 + at);
-#else
-            out0[at] = round_to<LACC, OUT_T>(acc_l[u][0], e);
-#endif
+            store_rounded(acc_l[u][0], e, out0 + at, rho0 + at);
 #if NOUT == 2
-            normalize(acc_l[u][1], LACC);
-#ifdef RESIDUAL
-            out1[at] = round_to<LACC, OUT_T, true>(acc_l[u][1], e, rho1 + at);
-#else
-            out1[at] = round_to<LACC, OUT_T>(acc_l[u][1], e);
-#endif
+            store_rounded(acc_l[u][1], e, out1 + at, rho1 + at);
 #endif
         }
     }

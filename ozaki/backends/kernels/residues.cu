@@ -12,12 +12,18 @@
 // (in two four-byte halves on the five-piece path): one read of x, one write of
 // every residue, nothing else.
 //
-// Compile-time: NMOD and the constant tables MOD_P, MOD_INV, MOD_C26J
-// (2**(26 j) mod p) from cupy_backend._constant_tables; the modular
+// Compile-time: NMOD and the constant tables MOD_P, MOD_INV and MOD_ROW (p, 1/p,
+// 2**(26 j) mod p for j = 1..4) from cupy_backend._constant_tables; the modular
 // arithmetic runs on the FP64 pipe without conversion instructions.
 
 #define MAX_SHIFT 2304
 #define PER_THREAD 8
+// WIDE_DIGITS (cupy_backend.residues: 22 moduli or more, or slices wider than 2**77):
+// digits up to 2**129 by five pieces instead of the two-step path.  Without it the
+// kernel keeps the three-piece path's registers (72 at 16-22 moduli, against 98).
+#ifndef WIDE_DIGITS
+#define WIDE_DIGITS 0
+#endif
 
 #include "modular.cuh"
 
@@ -48,32 +54,42 @@ __device__ __forceinline__ void digit(double x, long long beta, int width, int n
 
 // A digit q 2**s (q < 2**53) as pieces v_j of 26 bits, x = sum_j v_j 2**(26 j),
 // signed alike; NP pieces hold digits below 2**(26 NP).
+// Three pieces (s <= 24): from the low 64 bits of q 2**s and q's top, fixed shifts;
+// the general shifts of more pieces cost the three-piece path registers (82 -> 174 at
+// 49 moduli).
 template <int NP>
 __device__ __forceinline__ void pieces(unsigned long long q, int s, bool negative, double (&v)[NP]) {
     const double sign = negative ? -1.0 : 1.0;
+    if constexpr (NP == 3) {
+        unsigned long long w = q << s;                               // the low 64 bits suffice for v1, v0
+        v[2] = sign * u32_to_double((unsigned int)(q >> (52 - s)));
+        v[1] = sign * u32_to_double((unsigned int)((w >> 26) & 0x3FFFFFFULL));
+        v[0] = sign * u32_to_double((unsigned int)(w & 0x3FFFFFFULL));
+    } else {
 #pragma unroll
-    for (int j = 0; j < NP; ++j) {
-        int sh = 26 * j - s;                   // bit 26 j of x is bit sh of q
-        unsigned long long t = sh >= 0 ? (sh < 64 ? q >> sh : 0ULL) : (-sh < 64 ? q << -sh : 0ULL);
-        v[j] = sign * u32_to_double((unsigned int)(t & 0x3FFFFFFULL));
+        for (int j = 0; j < NP; ++j) {
+            int sh = 26 * j - s;                   // bit 26 j of x is bit sh of q
+            unsigned long long t = sh >= 0 ? (sh < 64 ? q >> sh : 0ULL) : (-sh < 64 ? q << -sh : 0ULL);
+            v[j] = sign * u32_to_double((unsigned int)(t & 0x3FFFFFFULL));
+        }
     }
 }
 
-// The residue of x = sum_j v_j 2**(26 j) modulo moduli[i], from 2**(26 j) mod p
-// (MOD_C26J).  |x mod-folded| = |sum_j v_j c_j| < 2**26 (1 + 4 * 255) < 2**36
-// for NP <= 5, so x / p < 2**29: the float64 error of x * (1/p) is below 2**-24,
-// while x / p is at least 1/(2p) >= 2**-9 from a half-integer (p odd) or
-// exactly one (p = 256); the rounded quotient is exact and the remainder lands
-// in [-p/2, p/2] with no fix-up; only p = 256 can give +128, which is -128 in
-// int8's range.
+// The residue of x = sum_j v_j 2**(26 j) modulo a modulus p whose constants c are
+// p, 1/p and 2**(26 j) mod p for j = 1..NP-1 (a row of MOD_ROW).  |x mod-folded| =
+// |sum_j v_j c_j| < 2**26 (1 + 4 * 255) < 2**36 for NP <= 5, so x / p < 2**29:
+// the float64 error of x * (1/p) is below 2**-24, while x / p is at least 1/(2p)
+// >= 2**-9 from a half-integer (p odd) or exactly one (p = 256); the rounded
+// quotient is exact and the remainder lands in [-p/2, p/2] with no fix-up; only
+// p = 256 can give +128, which is -128 in int8's range.
 template <int NP>
-__device__ __forceinline__ double residue_of_pieces(const double (&v)[NP], int i) {
+__device__ __forceinline__ double residue_of_pieces(const double (&v)[NP], const double* c) {
     double x = v[0];
 #pragma unroll
-    for (int j = 1; j < NP; ++j) x = fma(v[j], MOD_C26J[i][j], x);
-    double t = fma(x, MOD_INV[i], MAGIC) - MAGIC;
-    double r = fma(-t, MOD_P[i], x);
-    return (MOD_P[i] == 256.0 && r == 128.0) ? -128.0 : r;
+    for (int j = 1; j < NP; ++j) x = fma(v[j], c[1 + j], x);
+    double t = fma(x, c[1], MAGIC) - MAGIC;
+    double r = fma(-t, c[0], x);
+    return (c[0] == 256.0 && r == 128.0) ? -128.0 : r;
 }
 
 // The residues of digits J0 .. J0 + CH - 1 of a thread's PER_THREAD (each below
@@ -82,22 +98,26 @@ template <int CH> struct Bytes;
 template <> struct Bytes<8> { typedef uint2 type; };
 template <> struct Bytes<4> { typedef unsigned int type; };
 
+// ``rows``: the moduli's constants (MOD_ROW's rows): the constant table itself for three
+// pieces, whose unrolled loop reads them as instruction operands; a copy in shared
+// memory for five, whose loop over the moduli read them by LDC at a run-time index,
+// 2.7x the three pieces' time (18.3 against 6.8 ms at n = 16384, run 8447b65).
 template <int NP, int CH, int J0>
 __device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)[PER_THREAD],
                                                    const int (&s)[PER_THREAD], const bool (&neg)[PER_THREAD],
-                                                   signed char* dst, long long plane) {
+                                                   signed char* dst, long long plane, const double (*rows)[8]) {
     double v[CH][NP];
 #pragma unroll
     for (int j = 0; j < CH; ++j) pieces<NP>(q[J0 + j], s[J0 + j], neg[J0 + j], v[j]);
-    // (five pieces: a loop over the moduli, the constants loaded each turn; unrolled, the
-    // compiler held all of them in registers at once, 194 registers and spills)
+    // (five pieces: a loop over the moduli; unrolled, the compiler held all of their
+    // constants in registers at once, 194 registers and spills)
     constexpr int UNROLL = NP > 3 ? 1 : NMOD;
 #pragma unroll UNROLL
     for (int i = 0; i < NMOD; ++i) {
         union { signed char c[CH]; typename Bytes<CH>::type u; } pack;
 #pragma unroll
         for (int j = 0; j < CH; ++j)
-            pack.c[j] = (signed char)__double2loint(residue_of_pieces<NP>(v[j], i) + MAGIC);
+            pack.c[j] = (signed char)__double2loint(residue_of_pieces<NP>(v[j], rows[i]) + MAGIC);
         *reinterpret_cast<typename Bytes<CH>::type*>(dst + i * plane + J0) = pack.u;
     }
 }
@@ -107,6 +127,11 @@ extern "C" __global__ void residues(const double* __restrict__ x, long long rows
                                     int nearest,
                                     const double* __restrict__ pow2,     // (NMOD, MAX_SHIFT)
                                     signed char* __restrict__ out) {
+#if WIDE_DIGITS
+    __shared__ double wide_rows[NMOD][8];
+    for (int c = threadIdx.x; c < NMOD * 8; c += blockDim.x) wide_rows[c / 8][c % 8] = MOD_ROW[c / 8][c % 8];
+    __syncthreads();
+#endif
     long long groups = kpad / PER_THREAD;
     long long total = rows * groups;
     long long plane = rows * kpad;
@@ -128,7 +153,8 @@ extern "C" __global__ void residues(const double* __restrict__ x, long long rows
         signed char* dst = out + row * kpad + col;
         if (smax <= 24) {
             // below 2**77: the fast and accurate modes' digits at up to 21 moduli
-            residues_by_pieces<3, 8, 0>(q, s, neg, dst, plane);
+            residues_by_pieces<3, 8, 0>(q, s, neg, dst, plane, MOD_ROW);
+#if WIDE_DIGITS
         } else if (smax <= 76) {
             // below 2**129: accurate mode's from 22 moduli on (three pieces took the
             // two-step path below: 24.1 ms at n = 16384, run 6872fbd), and exact mode's
@@ -141,8 +167,9 @@ extern "C" __global__ void residues(const double* __restrict__ x, long long rows
             // registers at 16-22 moduli, and the general shifts of pieces<3> from 82 to
             // 174 at 49 (review of this change): the three-piece path ran 5.4 -> 5.9 ms
             // at 16 moduli and n = 16384 (runs a9b41de, ae0bef0); next to mend.)
-            residues_by_pieces<5, 4, 0>(q, s, neg, dst, plane);
-            residues_by_pieces<5, 4, 4>(q, s, neg, dst, plane);
+            residues_by_pieces<5, 4, 0>(q, s, neg, dst, plane, wide_rows);
+            residues_by_pieces<5, 4, 4>(q, s, neg, dst, plane, wide_rows);
+#endif
         } else {
             // Larger digits (exact-mode slices): (q mod p)(2**s mod p), reduced again.
 #pragma unroll 1
