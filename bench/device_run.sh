@@ -69,13 +69,15 @@
 #             pieces, 72 registers) below 22 moduli and wide (five pieces, their constants from shared
 #             memory instead of LDC at a run-time index) from 22: the residue pass timed at 16, 21 and 22
 #             moduli and on the 4096 x 64^2 stack, then its tests and every path's same bits
+#   s9b       why a call's wall time exceeds its kernels' sum at 16384 (accurate, exact: each timed call, the
+#             SM clock, power and clock-event reasons sampled meanwhile), then moduli14
 #   s9a       next8 with the fused kernel's one rounding helper, and the FFT (fftn 256^3, a batch of
 #             4096 x 1024, 1-D 2^16) on the auto path against the fused kernel forced
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -220,7 +222,12 @@ elif [ "$profile" = stores ]; then  # the five-piece residues in eight-byte stor
 elif [ "$profile" = fftnow ]; then  # the FFT's times on the current kernels
     stage fft 120 python3 -m bench.fft --cubes 256 --batches 4096x1024 --sizes 65536 1048576 --repeats 3 \
         --out "$W/fft.json"
-elif [ "$profile" = moduli14 ]; then  # the squares at 14-16 moduli against native, with DMMCH
+elif [ "$profile" = moduli14 ] || [ "$profile" = s9b ]; then  # the squares at 14-16 moduli against native, with DMMCH
+    if [ "$profile" = s9b ]; then
+        for md in native accurate exact; do
+            stage "kernels_16384_$md" 70 python3 -m bench.kernel_times matmul 16384 --mode $md --top 6 --gaps 4 --clocks
+        done
+    fi
     stage gemm 300 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal phi1 --no-emulated \
         --samples 24 --repeats 3 --modes accurate accurate:15 accurate:14 fast:15 --out "$W/gemm.json"
 elif [ "$profile" = next8 ] || [ "$profile" = s9a ]; then  # branch gpu-next: narrow and wide residue kernels

@@ -22,16 +22,22 @@ import numpy as np
 from bench import common
 
 
-def kernel_times(call, synchronize, gaps=None):
+def kernel_times(call, synchronize, gaps=None, spans_out=None):
     """[(name, calls, total ms)] of the kernels ``call()`` launches, longest first, and
     the sum of their times in ms.  ``gaps``: a list, filled with the GPU's idle
-    intervals between consecutive kernels, (ms, kernel before, kernel after), longest first."""
+    intervals between consecutive kernels, (ms, kernel before, kernel after), longest first.
+    ``spans_out``: a dict, given the profiled call's wall time (CUDA events, "wall_ms") and
+    the span from its first kernel's start to its last kernel's end ("span_ms")."""
+    import cupy
     import torch
     from torch.profiler import ProfilerActivity, profile
     call()
     synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
         call()
+        end.record()
         synchronize()
     totals = defaultdict(lambda: [0, 0.0])
     spans = []
@@ -50,8 +56,37 @@ def kernel_times(call, synchronize, gaps=None):
             if end is None or stop >= end:
                 end, before = stop, name
         gaps.sort(reverse=True)
+    if spans_out is not None and spans:
+        spans_out["wall_ms"] = cupy.cuda.get_elapsed_time(start, end)
+        spans_out["span_ms"] = (max(e for _, e, _ in spans) - min(b for b, _, _ in spans)) / 1e3
     rows = sorted(((n, c, ms) for n, (c, ms) in totals.items()), key=lambda r: -r[2])
     return rows, sum(r[2] for r in rows)
+
+
+def clock_sampler():
+    """nvidia-smi sampling the SM clock (MHz), power (W) and the active clock-event reasons
+    every 20 ms, as a running process (clock_summary stops and reads it)."""
+    import subprocess
+    return subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw,clocks_event_reasons.active",
+                             "--format=csv,noheader,nounits", "-lms", "20"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def clock_summary(proc):
+    """One line: the samples' SM clock and power (min / median / max) and the reasons seen."""
+    proc.terminate()
+    out, _ = proc.communicate()
+    rows = [[v.strip() for v in line.split(",")] for line in out.splitlines() if line.count(",") == 2]
+    try:
+        clocks = np.array([float(r[0]) for r in rows])
+        power = np.array([float(r[1]) for r in rows])
+    except ValueError:
+        return "nvidia-smi: " + out.strip()[:300]
+    if not len(rows):
+        return "nvidia-smi: no samples"
+    reasons = sorted({r[2] for r in rows})
+    return (f"{len(rows)} samples: SM clock {clocks.min():.0f} / {np.median(clocks):.0f} / {clocks.max():.0f} MHz, "
+            f"power {power.min():.0f} / {np.median(power):.0f} / {power.max():.0f} W, reasons {' '.join(reasons)}")
 
 
 def main(argv=None):
@@ -59,10 +94,13 @@ def main(argv=None):
     ap.add_argument("what", choices=["fftn", "batch", "fft", "matmul", "stack"])
     ap.add_argument("n", help="the size (batch: BxN)")
     ap.add_argument("--top", type=int, default=25)
-    ap.add_argument("--mode", default=None, help="matmul and stack: MODE or MODE:MODULI (default: ozaki's)")
+    ap.add_argument("--mode", default=None, help="matmul and stack: MODE or MODE:MODULI (default: ozaki's), or native (cupy.matmul)")
     ap.add_argument("--out", default=None, help="also write the rows as JSON here")
     ap.add_argument("--gaps", type=int, default=0, metavar="N",
                     help="also the GPU's N longest idle intervals between kernels, and their sum")
+    ap.add_argument("--clocks", action="store_true",
+                    help="also each timed call's milliseconds, and the SM clock, power and clock-event "
+                         "reasons that nvidia-smi samples every 20 ms while they run")
     ap.add_argument("--cprofile", type=int, default=0, metavar="CALLS",
                     help="then the host's time of CALLS calls under cProfile, the top functions by own time")
     a = ap.parse_args(argv)
@@ -75,16 +113,26 @@ def main(argv=None):
              "stack": lambda s: (int(s.lower().split("x")[0]),) + (int(s.lower().split("x")[1]),) * 2}[a.what](a.n)
     if a.what in ("matmul", "stack"):
         A, B = (cupy.asarray(rng.standard_normal(shape)) for _ in range(2))
-        mode, num_moduli = common.mode_spec(a.mode) if a.mode else (None, None)
-        call = lambda: ozaki.matmul(A, B, mode=mode, num_moduli=num_moduli)  # noqa: E731
+        if a.mode == "native":                                            # cuBLAS, for comparison
+            call = lambda: cupy.matmul(A, B)                              # noqa: E731
+        else:
+            mode, num_moduli = common.mode_spec(a.mode) if a.mode else (None, None)
+            call = lambda: ozaki.matmul(A, B, mode=mode, num_moduli=num_moduli)  # noqa: E731
     else:
         d = cupy.asarray(rng.random(shape) - 0.5 + 1j * (rng.random(shape) - 0.5 if a.what != "fftn" else 0))
         fn = ozaki.fft.fftn if a.what == "fftn" else ozaki.fft.fft
         call = lambda: fn(d)                                              # noqa: E731
-    gaps = []
-    rows, total = kernel_times(call, cupy.cuda.Device().synchronize, gaps)
-    wall, _ = common.time_gpu(call, warmup=1, repeats=5)
+    gaps, spans = [], {}
+    rows, total = kernel_times(call, cupy.cuda.Device().synchronize, gaps, spans)
+    sampler = clock_sampler() if a.clocks else None
+    wall, walls = common.time_gpu(call, warmup=1, repeats=5)
     print(f"{a.what} {a.n}{' ' + a.mode if a.mode else ''}: {sum(r[1] for r in rows)} kernels, {total:.3f} ms of GPU time, {wall:.3f} ms a call")
+    if spans:
+        print(f"the profiled call: {spans['wall_ms']:.3f} ms, its kernels from the first start to the last end "
+              f"{spans['span_ms']:.3f} ms")
+    if sampler is not None:
+        print("timed calls (ms):", " ".join(f"{t:.3f}" for t in walls))
+        print(clock_summary(sampler))
     print(f"{'ms':>9} {'share':>6} {'calls':>6}  kernel")
     for name, calls, ms in rows[:a.top]:
         print(f"{ms:9.3f} {100 * ms / total:5.1f}% {calls:6d}  {name}")
