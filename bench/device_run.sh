@@ -71,13 +71,14 @@
 #             moduli and on the 4096 x 64^2 stack, then its tests and every path's same bits
 #   s9b       why a call's wall time exceeds its kernels' sum at 16384 (accurate, exact: each timed call, the
 #             SM clock, power and clock-event reasons sampled meanwhile), then moduli14
+#   s9c       s9b's first part alone (its kernel_times stages failed in run 600198c), with a cProfile of two calls
 #   s9a       next8 with the fused kernel's one rounding helper, and the FFT (fftn 256^3, a batch of
 #             4096 x 1024, 1-D 2^16) on the auto path against the fused kernel forced
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -230,6 +231,11 @@ elif [ "$profile" = moduli14 ] || [ "$profile" = s9b ]; then  # the squares at 1
     fi
     stage gemm 300 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal phi1 --no-emulated \
         --samples 24 --repeats 3 --modes accurate accurate:15 accurate:14 fast:15 --out "$W/gemm.json"
+elif [ "$profile" = s9c ]; then
+    for md in native accurate exact; do
+        stage "kernels_16384_$md" 70 python3 -m bench.kernel_times matmul 16384 --mode $md --top 12 --gaps 4 --clocks \
+            --cprofile 2
+    done
 elif [ "$profile" = next8 ] || [ "$profile" = s9a ]; then  # branch gpu-next: narrow and wide residue kernels
     for md in accurate accurate:21 accurate:22; do
         stage "kernels_16384_${md/:/_}" 60 python3 -m bench.kernel_times matmul 16384 --mode $md --top 4

@@ -34,10 +34,10 @@ def kernel_times(call, synchronize, gaps=None, spans_out=None):
     call()
     synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
+        call_start, call_end = cupy.cuda.Event(), cupy.cuda.Event()
+        call_start.record()
         call()
-        end.record()
+        call_end.record()
         synchronize()
     totals = defaultdict(lambda: [0, 0.0])
     spans = []
@@ -57,7 +57,7 @@ def kernel_times(call, synchronize, gaps=None, spans_out=None):
                 end, before = stop, name
         gaps.sort(reverse=True)
     if spans_out is not None and spans:
-        spans_out["wall_ms"] = cupy.cuda.get_elapsed_time(start, end)
+        spans_out["wall_ms"] = cupy.cuda.get_elapsed_time(call_start, call_end)
         spans_out["span_ms"] = (max(e for _, e, _ in spans) - min(b for b, _, _ in spans)) / 1e3
     rows = sorted(((n, c, ms) for n, (c, ms) in totals.items()), key=lambda r: -r[2])
     return rows, sum(r[2] for r in rows)
