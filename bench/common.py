@@ -34,6 +34,30 @@ def time_gpu(fn, warmup=2, repeats=7):
     return float(np.median(times)), [float(t) for t in times]
 
 
+def time_paired(fn, native, warmup=1, repeats=7):
+    """(median ms of fn(), median ms of native()), the two timed in alternation (rounds of one
+    call each, their order swapped every round) so that both run at the same clocks.  Under
+    sustained int8 or FP64 load the H200 caps its power (clock-event reason 0x4, SW power
+    cap): run 548cb4a sampled SM clocks of 1230-1920 MHz within five calls of one product,
+    and native DGEMM at n = 16384 took 162-202 ms call to call, so a ratio of two medians
+    measured one after the other partly measures the time between them."""
+    import cupy
+    for _ in range(warmup):
+        fn()
+        native()
+    cupy.cuda.Device().synchronize()
+    times = {fn: [], native: []}
+    for r in range(repeats):
+        for f in ((fn, native) if r % 2 == 0 else (native, fn)):
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            f()
+            end.record()
+            end.synchronize()
+            times[f].append(cupy.cuda.get_elapsed_time(start, end))
+    return float(np.median(times[fn])), float(np.median(times[native]))
+
+
 BACKEND_STEPS = ("scan_rows", "residues", "transposed", "gemm", "gemm_fp32_digits", "epilogue")
 
 
