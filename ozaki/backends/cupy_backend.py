@@ -18,6 +18,8 @@
               (kernels/zero_terms.cu)
     row_specials  ozaki.fft's per-row NaN/inf and tiny-entry flags, one pass
               (kernels/row_specials.cu)
+    times, times_exactly  ozaki.fft's elementwise complex products, each real
+              operation rounded (and their exact errors), one kernel pass each
 
 Kernels are CUDA source files beside this module, compiled on first use and
 memoized per device; everything runs on the current CuPy stream.
@@ -835,11 +837,11 @@ def bound_maxima(ahat, bhat, batch=1):
 
 # ------------------------------------------------- FFT elementwise products --
 #
-# ozaki.fft.stages.times and times_exactly in one pass each: every operation of the
-# numpy code in its order, each rounded on its own (__dmul_rn etc.: the compiler may
-# not contract them into FMAs, which numpy never forms), so the bits are numpy's; the
-# one-operation-a-pass CuPy expressions they replace took about 90 of the ~225
-# launches of a 2^16-point transform (run 7453d6b).
+# numpy_backend.times and times_exactly (ozaki.fft's elementwise products) in one pass
+# each: every operation of the numpy code in its order, each rounded on its own
+# (__dmul_rn etc.: the compiler may not contract them into FMAs, which numpy never
+# forms), so the bits are numpy's; the one-operation-a-pass CuPy expressions they
+# replace took about 90 of the ~225 launches of a 2^16-point transform (run 7453d6b).
 _DEKKER = r"""
 __device__ __forceinline__ void veltkamp(double a, double* hi, double* lo) {
     double c = __dmul_rn(a, 134217729.0);
@@ -878,12 +880,12 @@ _TIMES_EXACTLY = cupy.ElementwiseKernel(
 
 
 def times(a, b):
-    """As ozaki.fft.stages.times (complex a b, each real operation rounded), one pass."""
+    """As numpy_backend.times (complex a b, each real operation rounded), one pass."""
     return _TIMES(a.astype(cupy.complex128, copy=False), b.astype(cupy.complex128, copy=False))
 
 
 def times_exactly(a, b):
-    """As ozaki.fft.stages.times_exactly: (P, E), one pass."""
+    """As numpy_backend.times_exactly: (P, E), one pass."""
     return _TIMES_EXACTLY(a.astype(cupy.complex128, copy=False), b.astype(cupy.complex128, copy=False))
 
 

@@ -252,6 +252,59 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     return [o for o, _ in outs] + [r for _, r in outs] if residual else outs
 
 
+# ------------------------------------------------- FFT elementwise products --
+
+def times(a, b):
+    """a * b for complex arrays, each real operation a pass of its own: the textbook
+    (ar br - ai bi) + i (ar bi + ai br), rounded after every step (ozaki.fft's
+    elementwise products).  A fused complex multiply (CuPy's kernels may contract to
+    FMAs, numpy's do not) would round differently, and the GPU must return the CPU's
+    bits (cupy_backend.times: the same operations, one kernel pass)."""
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape), dtype=np.complex128)
+    out.real = np.subtract(np.multiply(ar, br), np.multiply(ai, bi))
+    out.imag = np.add(np.multiply(ar, bi), np.multiply(ai, br))
+    return out
+
+
+def _split_veltkamp(a):
+    """a = hi + lo exactly with 26-bit halves (Dekker); |a| < 2**996."""
+    c = a * 134217729.0
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_prod(a, b):
+    """(p, e): p = fl(a b) and a b = p + e exactly (Dekker, no FMA: every backend alike)."""
+    p = a * b
+    ah, al = _split_veltkamp(a)
+    bh, bl = _split_veltkamp(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _two_sum(a, b):
+    """(s, e): s = fl(a + b) and a + b = s + e exactly (Knuth)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def times_exactly(a, b):
+    """(P, E) for complex arrays: P = times(a, b) bit for bit and a b = P + E up to the
+    rounding of E itself (below 2**-100 of |a b| when the products neither overflow nor
+    underflow: see ozaki.fft.stages.in_split_range)."""
+    h1, l1 = _two_prod(a.real, b.real)
+    h2, l2 = _two_prod(a.imag, b.imag)
+    h3, l3 = _two_prod(a.real, b.imag)
+    h4, l4 = _two_prod(a.imag, b.real)
+    re, e_re = _two_sum(h1, -h2)
+    im, e_im = _two_sum(h3, h4)
+    P, E = np.empty(re.shape, dtype=np.complex128), np.empty(re.shape, dtype=np.complex128)
+    P.real, P.imag = re, im                 # assembled, not re + 1j im (inf * 1j makes NaNs)
+    E.real, E.imag = e_re + (l1 - l2), e_im + (l3 + l4)
+    return P, E
+
+
 # ------------------------------------------------------------- FFT zero signs --
 
 ZERO_TERMS_CHUNK = 1 << 22      # (parts, entries) signs formed at once

@@ -26,8 +26,9 @@ not doubled along the inner dimension), and stage 1's output as its rounded
 value plus its exactly computed, rounded remainder, so the only rounding of
 float64 size is the last one.  Other modes use the rounded
 constants alone.  The products are ozaki.matmul's; every other operation is
-exact or rounded step by step alike on numpy and CuPy (see ``times``), so the
-CPU and the GPU return the same bits.
+exact or rounded step by step alike on numpy and CuPy (the elementwise complex
+products ``times`` and ``times_exactly`` are backend steps: numpy_backend's and
+cupy_backend's), so the CPU and the GPU return the same bits.
 """
 
 import numpy as np
@@ -246,58 +247,19 @@ def six_step(x, plan, sign, div, opts):
 # ------------------------------------------------- elementwise products --
 
 def times(a, b):
-    """a * b for complex arrays, each real operation a pass of its own: the textbook
-    (ar br - ai bi) + i (ar bi + ai br), rounded after every step.  A fused
-    complex multiply (CuPy's kernels may contract to FMAs, numpy's do not) would
-    round differently, and the GPU must return the CPU's bits."""
-    xp = xp_of(a)
-    if xp is not np:                   # the same operations in one kernel pass
-        from ..backends import cupy_backend
-        return cupy_backend.times(a, b)
-    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
-    out = xp.empty(xp.broadcast_shapes(a.shape, b.shape), dtype=xp.complex128)
-    out.real = xp.subtract(xp.multiply(ar, br), xp.multiply(ai, bi))
-    out.imag = xp.add(xp.multiply(ar, bi), xp.multiply(ai, br))
-    return out
-
-
-def _split_veltkamp(a):
-    """a = hi + lo exactly with 26-bit halves (Dekker); |a| < 2**996."""
-    c = a * 134217729.0
-    hi = c - (c - a)
-    return hi, a - hi
-
-
-def _two_prod(a, b):
-    """(p, e): p = fl(a b) and a b = p + e exactly (Dekker, no FMA: every backend alike)."""
-    p = a * b
-    ah, al = _split_veltkamp(a)
-    bh, bl = _split_veltkamp(b)
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-
-
-def _two_sum(a, b):
-    """(s, e): s = fl(a + b) and a + b = s + e exactly (Knuth)."""
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
+    """a * b for complex arrays, each real operation rounded on its own (no FMA), so that
+    the CPU and the GPU give the same bits: the backend's step (numpy_backend.times,
+    cupy_backend.times in one kernel pass)."""
+    from .. import backend_for
+    return backend_for(a).times(a, b)
 
 
 def times_exactly(a, b):
     """(P, E) for complex arrays: P = times(a, b) bit for bit and a b = P + E up to the
     rounding of E itself (below 2**-100 of |a b| when the products neither overflow nor
-    underflow: see in_split_range)."""
-    xp = xp_of(a)
-    if xp is not np:                   # the same operations in one kernel pass
-        from ..backends import cupy_backend
-        return cupy_backend.times_exactly(a, b)
-    h1, l1 = _two_prod(a.real, b.real)
-    h2, l2 = _two_prod(a.imag, b.imag)
-    h3, l3 = _two_prod(a.real, b.imag)
-    h4, l4 = _two_prod(a.imag, b.real)
-    re, e_re = _two_sum(h1, -h2)
-    im, e_im = _two_sum(h3, h4)
-    return complex_from(xp, re, im), complex_from(xp, e_re + (l1 - l2), e_im + (l3 + l4))
+    underflow: see in_split_range); the backend's step (numpy_backend.times_exactly)."""
+    from .. import backend_for
+    return backend_for(a).times_exactly(a, b)
 
 
 def in_split_range(xp, Y):
