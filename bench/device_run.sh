@@ -72,13 +72,16 @@
 #   s9b       why a call's wall time exceeds its kernels' sum at 16384 (accurate, exact: each timed call, the
 #             SM clock, power and clock-event reasons sampled meanwhile), then moduli14
 #   s9c       s9b's first part alone (its kernel_times stages failed in run 600198c), with a cProfile of two calls
+#   s9d       the residue kernel under ncu at 16 and 22 moduli (n = 8192: three pieces against five), then
+#             the squares and certified/exact at 16384 timed in alternation with native (common.time_paired),
+#             then the FFT same-bits tests (stages.times as backend steps)
 #   s9a       next8 with the fused kernel's one rounding helper, and the FFT (fftn 256^3, a batch of
 #             4096 x 1024, 1-D 2^16) on the auto path against the fused kernel forced
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -231,6 +234,20 @@ elif [ "$profile" = moduli14 ] || [ "$profile" = s9b ]; then  # the squares at 1
     fi
     stage gemm 300 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal phi1 --no-emulated \
         --samples 24 --repeats 3 --modes accurate accurate:15 accurate:14 fast:15 --out "$W/gemm.json"
+elif [ "$profile" = s9d ]; then
+    for md in 16 22; do
+        stage "ncu_residues_$md" 60 ncu --clock-control none -k regex:^residues --launch-skip 2 --launch-count 2 \
+            --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis --section WarpStateStats \
+            --section MemoryWorkloadAnalysis --section InstructionStats \
+            python3 -c "import cupy, numpy as np, ozaki; rng = np.random.default_rng(5)
+A, B = (cupy.asarray(rng.standard_normal((8192, 8192))) for _ in range(2))
+[ozaki.matmul(A, B, mode='accurate', num_moduli=$md) for _ in range(3)]; cupy.cuda.Device().synchronize()"
+    done
+    stage gemm 150 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal --no-emulated \
+        --samples 24 --repeats 5 --modes accurate accurate:14 fast:15 --out "$W/gemm.json"
+    stage certified 200 python3 -m bench.certified --n 16384 --families normal phi3 --moduli 22 \
+        --repeats 3 --out "$W/certified.json"
+    gpu_tests gpu_fft 150 tests/fft/test_fft_gpu.py -k "same_bits or times"
 elif [ "$profile" = s9c ]; then
     for md in native accurate exact; do
         stage "kernels_16384_$md" 70 python3 -m bench.kernel_times matmul 16384 --mode $md --top 12 --gaps 4 --clocks \
@@ -419,6 +436,7 @@ for f in certified certified_4k; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tai
 [ -f "$W/steps.txt" ] && { echo "== time split =="; cat "$W/steps.txt"; }
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
+for f in "$W"/ncu_residues_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; grep -E "Duration|Executed Ipc A|Issue Slots Busy|Achieved Occupancy|Registers Per|DRAM Throughput|Compute \(SM\) Throughput|Memory Throughput|Stall|L2 Hit|Warp Cycles Per Issued" "$f" | head -24; }; done
 for f in "$W"/kernels_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; head -22 "$f"; }; done
 [ -f "$W/ncu.txt" ] && { echo "== ncu =="; grep -E "^  fused|Duration|Executed Instructions  |Registers Per|Issue Slots Busy|Achieved Occ" "$W/ncu.txt"; }
 [ -f "$W/fft_profile.txt" ] && { echo "== FFT profile =="; head -45 "$W/fft_profile.txt"; }
