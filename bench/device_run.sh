@@ -247,6 +247,10 @@ A, B = (cupy.asarray(rng.standard_normal((8192, 8192))) for _ in range(2))
         --samples 24 --repeats 5 --modes accurate accurate:14 fast:15 --out "$W/gemm.json"
     stage certified 200 python3 -m bench.certified --n 16384 --families normal phi3 --moduli 22 \
         --repeats 3 --out "$W/certified.json"
+    for e in 1500 300; do      # the plans' epilogue weight: batches of 512 and 1024 points direct, or six-step
+        stage "fft_e$e" 60 python3 -m bench.fft --cubes --sizes --batches 4096x512 4096x1024 --repeats 3 \
+            --epilogue $e --out "$W/fft_e$e.json"
+    done
     gpu_tests gpu_fft 150 tests/fft/test_fft_gpu.py -k "same_bits or times"
 elif [ "$profile" = s9c ]; then
     for md in native accurate exact; do
@@ -440,6 +444,6 @@ for f in "$W"/ncu_residues_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .tx
 for f in "$W"/kernels_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; head -22 "$f"; }; done
 [ -f "$W/ncu.txt" ] && { echo "== ncu =="; grep -E "^  fused|Duration|Executed Instructions  |Registers Per|Issue Slots Busy|Achieved Occ" "$W/ncu.txt"; }
 [ -f "$W/fft_profile.txt" ] && { echo "== FFT profile =="; head -45 "$W/fft_profile.txt"; }
-ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_table.txt "$W"/fft_cublas.txt "$W"/fft_direct.txt "$W"/fft_auto.txt "$W"/fft_fused.txt "$W"/fft_1024.txt 2>/dev/null | cut -c1-480; }
+ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_table.txt "$W"/fft_cublas.txt "$W"/fft_direct.txt "$W"/fft_auto.txt "$W"/fft_fused.txt "$W"/fft_e1500.txt "$W"/fft_e300.txt "$W"/fft_1024.txt 2>/dev/null | cut -c1-480; }
 [ -f "$W/verify.txt" ] && { echo "== verify =="; grep -E "FAIL|fail|verify:" "$W/verify.txt" | tail -8; }
 } | tee "$OUT/summary.txt"
