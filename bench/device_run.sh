@@ -75,13 +75,15 @@
 #   s9d       the residue kernel under ncu at 16 and 22 moduli (n = 8192: three pieces against five), then
 #             the squares and certified/exact at 16384 timed in alternation with native (common.time_paired),
 #             then the FFT same-bits tests (stages.times as backend steps)
+#   s9e       the residue kernel without the p = 256 test and at three blocks an SM (wide build): its GPU
+#             tests, then the residue pass at 16384 on 16 and 22 moduli
 #   s9a       next8 with the fused kernel's one rounding helper, and the FFT (fftn 256^3, a batch of
 #             4096 x 1024, 1-D 2^16) on the auto path against the fused kernel forced
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -234,6 +236,11 @@ elif [ "$profile" = moduli14 ] || [ "$profile" = s9b ]; then  # the squares at 1
     fi
     stage gemm 300 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal phi1 --no-emulated \
         --samples 24 --repeats 3 --modes accurate accurate:15 accurate:14 fast:15 --out "$W/gemm.json"
+elif [ "$profile" = s9e ]; then
+    gpu_tests gpu_residues 80 tests/backends/test_cupy_backend.py -k "residues_kernel or same_bits_adversarial"
+    for md in accurate accurate:22; do
+        stage "kernels_16384_${md/:/_}" 45 python3 -m bench.kernel_times matmul 16384 --mode $md --top 4
+    done
 elif [ "$profile" = s9d ]; then
     for md in 16 22; do
         stage "ncu_residues_$md" 60 ncu --clock-control none -k regex:^residues --launch-skip 2 --launch-count 2 \

@@ -81,15 +81,16 @@ __device__ __forceinline__ void pieces(unsigned long long q, int s, bool negativ
 // the float64 error of x * (1/p) is below 2**-24, while x / p is at least 1/(2p)
 // >= 2**-9 from a half-integer (p odd) or exactly one (p = 256); the rounded
 // quotient is exact and the remainder lands in [-p/2, p/2] with no fix-up; only
-// p = 256 can give +128, which is -128 in int8's range.
+// p = 256 can give +128, whose int8 byte (the caller's low byte of r + MAGIC) is
+// that of -128, the symmetric residue: no test at run time (it cost the five-piece
+// loop, whose constants are not compile-time, two compares and a select a digit).
 template <int NP>
 __device__ __forceinline__ double residue_of_pieces(const double (&v)[NP], const double* c) {
     double x = v[0];
 #pragma unroll
     for (int j = 1; j < NP; ++j) x = fma(v[j], c[1 + j], x);
     double t = fma(x, c[1], MAGIC) - MAGIC;
-    double r = fma(-t, c[0], x);
-    return (c[0] == 256.0 && r == 128.0) ? -128.0 : r;
+    return fma(-t, c[0], x);
 }
 
 // The residues of digits J0 .. J0 + CH - 1 of a thread's PER_THREAD (each below
@@ -122,7 +123,15 @@ __device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)
     }
 }
 
-extern "C" __global__ void residues(const double* __restrict__ x, long long rows, long long k,
+// Three blocks of 256 threads (cupy_backend._grid) an SM for the wide build: at its
+// 94-96 registers only two fit (25% occupancy, 22 moduli at n = 8192 under ncu, run
+// f282980: latency-bound, 59% of issue slots busy; the narrow build, 72 registers, 37.5%).
+#if WIDE_DIGITS
+#define RESIDUES_BOUNDS __launch_bounds__(256, 3)
+#else
+#define RESIDUES_BOUNDS
+#endif
+extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x, long long rows, long long k,
                                     long long kpad, const long long* __restrict__ beta, int width,
                                     int nearest,
                                     const double* __restrict__ pow2,     // (NMOD, MAX_SHIFT)

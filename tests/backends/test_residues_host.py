@@ -1,0 +1,145 @@
+"""kernels/residues.cu built for the host with a C++ compiler (one thread a block: the grid
+loop covers every group of eight columns in turn), narrow and wide (WIDE_DIGITS: the
+five-piece path), and checked against numpy_backend.residues on adversarial rows that
+take each of its three ways (three pieces, five pieces, the two-step table path).  The
+same device code the GPU runs (tests/backends/test_cupy_backend.py runs it there);
+skipped when no C++ compiler is found.
+"""
+
+import subprocess
+
+import numpy as np
+import pytest
+
+from ozaki.backends import numpy_backend
+from ozaki.crt import moduli
+from tests import inputs
+from tests.backends import host_build
+
+SHIMS = r"""
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <cstdint>
+#include <vector>
+using std::fma; using std::floor;
+#define __device__
+#define __forceinline__ inline
+#define __global__
+#define __restrict__
+#define __constant__
+#define __shared__ static
+#define __launch_bounds__(...)
+struct uint2 { unsigned int x, y; };
+struct int4 { int x, y, z, w; };
+struct Dim { long long x, y, z; };
+static Dim blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+static inline void __syncthreads() {}
+static inline long long __double_as_longlong(double x) { long long v; std::memcpy(&v, &x, 8); return v; }
+static inline double __hiloint2double(int hi, int lo) {
+    unsigned long long v = ((unsigned long long)(unsigned)hi << 32) | (unsigned)lo;
+    double x; std::memcpy(&x, &v, 8); return x;
+}
+static inline int __double2loint(double x) { return (int)(unsigned)(__double_as_longlong(x) & 0xFFFFFFFFLL); }
+template <typename T> static inline T max(T a, T b) { return a > b ? a : b; }
+"""
+
+MAIN = r"""
+#include "residues.cu"
+// argv: input file (rows k kpad width nearest, x, beta, pow2), output file (NMOD x rows x kpad int8)
+int main(int argc, char** argv) {
+    FILE* in = fopen(argv[1], "rb"); FILE* out = fopen(argv[2], "wb");
+    long long h[5]; fread(h, 8, 5, in);
+    long long rows = h[0], k = h[1], kpad = h[2];
+    std::vector<double> x(rows * k); fread(x.data(), 8, x.size(), in);
+    std::vector<long long> beta(rows); fread(beta.data(), 8, rows, in);
+    std::vector<double> pow2((size_t)NMOD * MAX_SHIFT); fread(pow2.data(), 8, pow2.size(), in);
+    std::vector<signed char> r((size_t)NMOD * rows * kpad, 0);
+    residues(x.data(), rows, k, kpad, beta.data(), (int)h[3], (int)h[4], pow2.data(), r.data());
+    fwrite(r.data(), 1, r.size(), out);
+    fclose(in); fclose(out);
+    return 0;
+}
+"""
+
+
+def _doubles(values):
+    return "{" + ", ".join(float(v).hex() for v in values) + "}"
+
+
+def constant_tables(m):
+    """The tables cupy_backend._constant_tables puts before residues.cu (without CuPy)."""
+    ps = moduli(m)
+    return (f"__constant__ double MOD_P[] = {_doubles(ps)};\n"
+            f"__constant__ double MOD_INV[] = {_doubles([1.0 / p for p in ps])};\n"
+            f"__constant__ double MOD_ROW[{m}][8] = "
+            + "{" + ", ".join(_doubles([p, 1.0 / p] + [pow(2, 26 * j, p) for j in range(1, 5)] + [0, 0])
+                              for p in ps) + "};\n")
+
+
+CONFIGS = [(7, 0), (16, 0), (16, 1), (22, 1), (49, 1)]
+
+
+@pytest.fixture(scope="module", params=CONFIGS, ids=[f"m{m}-wide{w}" for m, w in CONFIGS])
+def host(request, tmp_path_factory):
+    m, wide = request.param
+    source = SHIMS + f"#define NMOD {m}\n#define WIDE_DIGITS {wide}\n" + constant_tables(m) + MAIN
+    return m, host_build.build(tmp_path_factory, source, f"residues_m{m}_w{wide}")
+
+
+def run(host, tmp_path, x, beta, width, nearest):
+    m, exe = host
+    rows, k = x.shape
+    kpad = -(-k // 16) * 16
+    src, dst = tmp_path / "in.bin", tmp_path / "out.bin"
+    with open(src, "wb") as f:
+        np.array([rows, k, kpad, width or 0, int(nearest)], dtype=np.int64).tofile(f)
+        np.ascontiguousarray(x, dtype=np.float64).tofile(f)
+        np.asarray(beta, dtype=np.int64).tofile(f)
+        numpy_backend.pow2_table(m).astype(np.float64).tofile(f)
+    subprocess.run([exe, str(src), str(dst)], check=True)
+    return np.fromfile(dst, dtype=np.int8).reshape(m, rows, kpad)
+
+
+def adversarial(rng, rows=24, k=203):
+    """Rows whose digits take each of the kernel's ways, as test_cupy_backend's
+    test_residues_kernel draws them: wide exponents, zeros, subnormals, inf, all-ones
+    and full mantissas, shifts s <= 24, 24 < s <= 76 and s > 76 at the row's largest."""
+    x = inputs.wide(rng, (rows, k), 300)
+    x[0, :5] = [0.0, -0.0, 5e-324, -2.2250738585072014e-308, np.inf]
+    x[1] = np.nextafter(2.0 ** rng.integers(-40, 40, k), 0) * rng.choice([-1, 1], k)
+    beta = rng.integers(-1100, 40, rows)
+    beta[2] = -60
+    e = numpy_backend.split(x)[2]
+    beta[3] = e[3].max()
+    beta[4] = e[4].max() - 76
+    x[5] = np.ldexp(rng.integers(2 ** 52, 2 ** 53, k).astype(np.float64), rng.integers(30, 77, k)) \
+        * rng.choice([-1, 1], k)
+    beta[5] = 0
+    for r in range(6, rows):                            # the row's largest shift swept over 0..100
+        beta[r] = e[r].max() - (r - 6) * 100 // (rows - 7)
+    return x, beta
+
+
+@pytest.mark.parametrize("width,nearest", [(None, False), (None, True), (64, False), (100, False)])
+def test_residues_match_numpy(host, tmp_path, rng, width, nearest):
+    x, beta = adversarial(rng)
+    got = run(host, tmp_path, x, beta, width, nearest)
+    want = numpy_backend.residues(x, beta, width, host[0], nearest)
+    k = x.shape[1]
+    assert np.array_equal(got[:, :, :k], want)
+    assert not got[:, :, k:].any()                      # the padding columns stay zero
+
+
+def test_residues_of_known_integers(host, tmp_path):
+    """Residues of exact integers against Python's own arithmetic (an independent
+    reference): x = +-(2**52 + j) 2**s at the bottom beta = 0, each way's shifts."""
+    m = host[0]
+    s = np.array([0, 1, 7, 8, 24, 25, 26, 50, 51, 52, 75, 76, 77, 78, 100, 300])
+    j = np.arange(1, 1 + s.size)
+    ints = [(-1) ** int(i) * (2 ** 52 + int(jj)) * 2 ** int(ss) for i, (jj, ss) in enumerate(zip(j, s))]
+    x = np.array([float(v) for v in ints])[None, :]
+    got = run(host, tmp_path, x, np.array([0]), None, False)[:, 0, :s.size]
+    for i, p in enumerate(moduli(m)):
+        want = [((v + p // 2) % p) - p // 2 for v in ints]          # symmetric: [-p/2, p - 1 - p/2]
+        assert got[i].tolist() == want, p
