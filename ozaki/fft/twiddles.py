@@ -405,7 +405,10 @@ def root_parts(N, sign, div=1):
 
 @lru_cache(maxsize=16)
 def _table(N, sign, div, parts):
-    """The N roots, (hi,) or (hi, lo), built by octant slices (no index arithmetic over all N)."""
+    """The N roots, (hi,) or (hi, lo), built by octant slices: within octant o the
+    positions rho run by a constant step (up, or down in odd octants), so each part is a
+    strided view of the octant table, swapped and negated as a whole (_unfold's
+    operations with o fixed: the same values, no index arrays over all N)."""
     Q, M, step = _order(N)
     tables = octant(Q, div)[:parts]
     out = [np.empty(N, dtype=np.complex128) for _ in range(parts)]
@@ -416,9 +419,16 @@ def _table(N, sign, div, parts):
             continue
         t0 = step * j0 - o * M
         n = j1 - j0
-        rho = np.arange(t0, t0 + n * step, step) if o % 2 == 0 else M - np.arange(t0, t0 + n * step, step)
-        for dst, src in zip(out, _unfold(tables, np.full(n, o), rho, sign)):
-            dst[j0:j1] = src
+        last = t0 + (n - 1) * step                   # rho = t0 + step i (even o), M - that (odd)
+        window = slice(t0, last + 1, step) if o % 2 == 0 else slice(M - last, M - t0 + 1, step)
+        swap, neg_c, neg_s = ((o + 1) & 2) != 0, 2 <= o <= 5, o >= 4
+        for dst, table in zip(out, tables):
+            c, s = table[0][window], table[1][window]
+            if o % 2:
+                c, s = c[::-1], s[::-1]
+            re, im = (s, c) if swap else (c, s)
+            dst.real[j0:j1] = (-re if neg_c else re) + 0.0       # +0.0: a zero cos stays +0 (as _unfold)
+            dst.imag[j0:j1] = sign * ((-im if neg_s else im) + 0.0)
     return tuple(out)
 
 
