@@ -83,9 +83,8 @@ DEFAULT_BITS_PER_SIDE = 50
 MIN_DEFAULT_MODULI = 16
 
 # float32/complex64 results (the inputs widened exactly, each entry rounded once
-# to float32): 24 bits a side (float32's precision) + log2 k, and at least
-# FLOAT32_LEAST moduli: accurate (and certified, + 6) 8 moduli for k <= 2**14,
-# fast 9; 9 and 10 beyond.  Half of float64's 16, i.e. half the int8 GEMMs.
+# to float32): 24 bits a side (float32's precision) + log2 k, and at least 9 moduli
+# in fast and accurate mode (certified: + 6), against float64's 16.
 # The counts are what matches native SGEMM (numpy's float32 BLAS on the same
 # inputs): exact DMMCH ratio with eps = 2**-24 on 30 sampled entries, 32 x k x 32,
 # float32 inputs (python -m bench.accuracy_counts --dtype float32 measures the
@@ -93,14 +92,13 @@ MIN_DEFAULT_MODULI = 16
 #   N(0,1), k = 16384: native 0.19; accurate 0.21 / 0.016 / 0.009; fast 0.76 / 0.032 / 0.009
 #   exp(2 N(0,1)) (phi2), k = 1024: native 4.1; accurate 25.6 / 1.2 / 0.29; fast 36.5 / 2.2 / 0.29
 #   phi2, k = 16384: native 3.8; accurate 14.7 / 1.46 / 0.35; fast 25.5 / 1.7 / 0.35
-# 7 moduli are worse than SGEMM on the wide families; accurate 8 were at or below
-# native on every family (N(0,1), phi0.5/1/2, wide4) and k (64, 1024, 4096,
-# 16384) measured, with a margin of 2x or more on the wide ones.  fast 8 was
-# below native in that table too, but on another phi2 draw at k = 1024 it gave
-# 3.0 against native's 2.8 (9: 0.58): fast mode's 2-norm scaling keeps fewer
-# bits than accurate's bound, so it gets one modulus more.
-FLOAT32_DEFAULTS = (24, 8)
-FLOAT32_LEAST = {"fast": 9}
+# 7 moduli are worse than SGEMM on the wide families.  8 were the accurate default
+# until a fresh draw of tests/test_accuracy.py (phi2, k = 1024, 48 x 48) gave 9.75
+# against native's 3.86: over 600 more draws, 8 moduli lost to SGEMM on 8 (1.3%, up
+# to 3.6x native's ratio), and 9 moduli on those draws gave 0.45-0.66 against native's
+# 4.5-7.5.  fast mode's 2-norm scaling keeps fewer bits than accurate's bound and
+# already took 9 (fast 8 gave 3.0 against native's 2.8 on a phi2 draw).
+FLOAT32_DEFAULTS = (24, 9)
 
 
 # certified mode keeps more bits, so that the per-entry test passes on almost
@@ -119,7 +117,7 @@ def default_num_moduli(mode, k, dtype=np.float64):
     """The moduli count ``mode`` uses for inner dimension k when none is given, for
     results of ``dtype`` (float64/complex128, or float32/complex64: FLOAT32_DEFAULTS)."""
     if np.finfo(dtype).bits == 32:
-        bits, least = FLOAT32_DEFAULTS[0], FLOAT32_LEAST.get(mode, FLOAT32_DEFAULTS[1])
+        bits, least = FLOAT32_DEFAULTS
     else:
         bits, least = DEFAULT_BITS_PER_SIDE, MIN_DEFAULT_MODULI
     m = max(least, crt.num_moduli_for_bits(2 * bits + _clog2(k)))

@@ -24,6 +24,20 @@ def entries(rng, m, n, count=40):
 @pytest.mark.parametrize("mode", ["accurate", "fast"])
 @pytest.mark.parametrize("k", [64, 1024])
 def test_default_no_worse_than_native(rng, family, mode, k, dtype):
+    no_worse_than_native(rng, family, mode, k, dtype)
+
+
+# Draws that failed the test above once (fresh seeds), kept: phi2 at k = 1024 gave 9.75
+# against native SGEMM's 3.86 with float32's former 8 accurate moduli (now 9: 0.41).
+KNOWN_DRAWS = [(137071243670403996927193342850155827662, "phi2", "accurate", 1024, np.float32)]
+
+
+@pytest.mark.parametrize("seed,family,mode,k,dtype", KNOWN_DRAWS)
+def test_known_draws_no_worse_than_native(seed, family, mode, k, dtype):
+    no_worse_than_native(np.random.default_rng(seed), family, mode, k, dtype)
+
+
+def no_worse_than_native(rng, family, mode, k, dtype):
     m = n = 48
     if family == "normal":
         A, B = inputs.normal(rng, (m, k)), inputs.normal(rng, (k, n))

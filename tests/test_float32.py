@@ -164,19 +164,19 @@ def test_scaled_modes_are_their_own_integers_rounded_once(rng):
     A64, Bt64 = A.astype(np.float64), np.ascontiguousarray(B.astype(np.float64).T)
     for mode in ("fast", "accurate"):
         plan = scheme.make_plan(np, A64, Bt64, mode, None, numpy_backend, out_dtype=F32)
-        assert plan.num_moduli == scheme.default_num_moduli(mode, 70, F32) == {"fast": 9, "accurate": 8}[mode]
+        assert plan.num_moduli == scheme.default_num_moduli(mode, 70, F32) == 9
         ref = reference.scaled_matmul(A, B, plan.beta_a, plan.beta_b, nearest=plan.nearest, dtype=F32)
         assert same_bits(ozaki.matmul(A, B, mode=mode), ref)
 
 
 def test_default_moduli_and_override(rng):
-    assert scheme.default_num_moduli("accurate", 16384, F32) == 8
+    assert scheme.default_num_moduli("accurate", 16384, F32) == 9
     assert scheme.default_num_moduli("fast", 16384, F32) == 9
-    assert scheme.default_num_moduli("accurate", 2 ** 15, F32) == 9
-    assert scheme.default_num_moduli("certified", 64, np.complex64) == 8 + scheme.CERTIFIED_EXTRA_MODULI
+    assert scheme.default_num_moduli("accurate", 2 ** 20, F32) == 9
+    assert scheme.default_num_moduli("certified", 64, np.complex64) == 9 + scheme.CERTIFIED_EXTRA_MODULI
     assert scheme.default_num_moduli("accurate", 64, np.complex128) == 16
     A, B = f32(inputs.phi(rng, (20, 300), 2)), f32(inputs.phi(rng, (300, 10), 2))
-    assert same_bits(ozaki.matmul(A, B), ozaki.matmul(A, B, num_moduli=8))
+    assert same_bits(ozaki.matmul(A, B), ozaki.matmul(A, B, num_moduli=9))
     C4 = ozaki.matmul(A, B, num_moduli=4)                  # num_moduli still overrides: coarser
     assert not same_bits(C4, ozaki.matmul(A, B)) and C4.dtype == F32
     with ozaki.config(num_moduli=20):                      # many moduli: every bit kept
