@@ -136,6 +136,7 @@ def print_row(r):
         else f"{r['batch']}x{r['m']}x{r['k']}x{r['n']}"
     print(f"{shape:>6s} {r['family']:7s} {r['impl']:26s} m={str(r.get('num_moduli', '-')):4s} "
           f"{r['ms']:9.2f} ms {r['tflops']:7.2f} TFLOPS x{r['ratio']:5.2f}  dmmch {r['dmmch']:.3g}"
+          + (f"  (native paired {r['native_ms']:.2f} ms)" if "native_ms" in r else "")
           + (f"  failing {r['failing']:.2e} recomputed {r['recomputed']:.2e}" if "failing" in r else ""),
           flush=True)
 

@@ -184,15 +184,15 @@ def _padded(k):
 # Digits below 2**77 take three 26-bit pieces; residues.cu's five-piece path (up to
 # 2**129) is built in where digits are wider (the two-step path took 24.1 ms at
 # n = 16384 and 22 moduli against 6.8 ms of three pieces at 21, run 6872fbd; five
-# pieces 18.3, run 8447b65): exact mode's slices past 77 bits, and accurate (and
+# pieces 15.65, run df12626): exact mode's slices past 77 bits, and accurate (and
 # certified) mode's digits from about 21 moduli.  Their largest shift s over the row
 # scale follows log2 of the CRT bound less log2 k (N(0,1), the CPU's plan): s <= 24 up
 # to about 148 (16 moduli: 110-120; 20 moduli: 140-150, s 19-23; 21 moduli at k =
 # 16384: 148, s 23; at k = 1024: 152, s 25; 22 moduli: 155-165, s 27-31); rows of few
 # large terms get more bits, hence every count from 21.  Wherever else it is built in, it
-# costs the three-piece path registers (72 -> 98) and time (5.4 -> 5.9 ms at 16 moduli,
-# n = 16384).  Either build gives the same residues (digits past its pieces take the
-# two-step path).
+# would cost the three-piece path registers (72 -> 80 under the wide build's launch
+# bounds; 98 without them, 5.4 -> 5.9 ms at 16 moduli, n = 16384).  Either build gives
+# the same residues (digits past its pieces take the two-step path).
 def _wide_digits(m, width, k):
     """Whether residues.cu is built with its five-piece path for m moduli, slices of
     ``width`` bits (None: accurate mode's digits) and inner dimension k."""

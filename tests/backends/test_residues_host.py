@@ -133,13 +133,25 @@ def test_residues_match_numpy(host, tmp_path, rng, width, nearest):
 
 def test_residues_of_known_integers(host, tmp_path):
     """Residues of exact integers against Python's own arithmetic (an independent
-    reference): x = +-(2**52 + j) 2**s at the bottom beta = 0, each way's shifts."""
+    reference): x = +-q 2**s at the bottom beta = 0 in three groups of eight columns (the
+    kernel picks a way per group by its largest shift): three pieces (s <= 24), five
+    pieces (24 < s <= 76 at the group's largest; the two-step path in a narrow build) and
+    the two-step path (s > 76); each group holds values = 128 mod 256 of both signs (p =
+    256's +128, stored as -128) and the largest digits its way takes."""
     m = host[0]
-    s = np.array([0, 1, 7, 8, 24, 25, 26, 50, 51, 52, 75, 76, 77, 78, 100, 300])
-    j = np.arange(1, 1 + s.size)
-    ints = [(-1) ** int(i) * (2 ** 52 + int(jj)) * 2 ** int(ss) for i, (jj, ss) in enumerate(zip(j, s))]
+    top = 2 ** 53 - 1
+    groups = [[(2 ** 52 + 128, 0), (-(2 ** 52 + 128), 0), (2 ** 52 + 64, 1), (-(2 ** 52 + 3), 7),
+               (top, 24), (-top, 24), (2 ** 52 + 5, 8), (top, 20)],
+              [(2 ** 52 + 128, 0), (-(2 ** 52 + 1), 7), (top, 25), (-top, 26), (top, 50), (-(2 ** 52 + 9), 52),
+               (-top, 75), (top, 76)],
+              [(2 ** 52 + 128, 0), (-(2 ** 52 + 64), 1), (top, 77), (-top, 78), (2 ** 52 + 11, 100),
+               (-top, 300), (top, 26), (-(2 ** 52 + 7), 52)]]
+    ints = [q * 2 ** sh for group in groups for q, sh in group]
     x = np.array([float(v) for v in ints])[None, :]
-    got = run(host, tmp_path, x, np.array([0]), None, False)[:, 0, :s.size]
+    assert all(int(f) == v for f, v in zip(x[0], ints))                # the digits are exact doubles
+    got = run(host, tmp_path, x, np.array([0]), None, False)[:, 0, :len(ints)]
     for i, p in enumerate(moduli(m)):
         want = [((v + p // 2) % p) - p // 2 for v in ints]          # symmetric: [-p/2, p - 1 - p/2]
         assert got[i].tolist() == want, p
+        if p == 256:
+            assert sum(r == -128 for r in want) >= 6                  # two in each group

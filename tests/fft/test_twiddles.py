@@ -96,11 +96,16 @@ def test_long_tables_sampled(rng):
 
 
 def test_root_parts_and_matrices_are_gathers():
-    for N in (8, 12, 30, 64):
-        hi, lo = twiddles.root_parts(N, -1, -N)
-        h2, l2 = twiddles.roots_at(N, np.arange(N), -1, -N)
-        assert np.array_equal(hi.view(np.int64), h2.view(np.int64))
-        assert np.array_equal(lo, l2)
+    """The tables (octants as strided views, twiddles._table) are roots_at's gathers bit for
+    bit, signed zeros included: every N up to 80 (steps 8, 4, 2, 1 into the octant table,
+    odd octants read backwards) and some longer, both signs, three scales."""
+    for N in list(range(1, 81)) + [96, 100, 360, 1000, 1026, 4097]:
+        for sign in (-1, 1):
+            for div in (1, -N, 3):
+                hi, lo = twiddles.root_parts(N, sign, div)
+                h2, l2 = twiddles.roots_at(N, np.arange(N), sign, div)
+                assert np.array_equal(hi.view(np.int64), h2.view(np.int64)), (N, sign, div)
+                assert np.array_equal(lo.view(np.int64), l2.view(np.int64)), (N, sign, div)
     G = twiddles.stage2_matrices(4, 8, -1)
     w = twiddles.roots(32, -1)
     k1, k2, n2 = np.meshgrid(np.arange(4), np.arange(8), np.arange(8), indexing="ij")

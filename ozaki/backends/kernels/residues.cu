@@ -18,9 +18,10 @@
 
 #define MAX_SHIFT 2304
 #define PER_THREAD 8
-// WIDE_DIGITS (cupy_backend.residues: 22 moduli or more, or slices wider than 2**77):
-// digits up to 2**129 by five pieces instead of the two-step path.  Without it the
-// kernel keeps the three-piece path's registers (72 at 16-22 moduli, against 98).
+// WIDE_DIGITS (cupy_backend._wide_digits: from 21 moduli, or a CRT bound wide for k,
+// or slices wider than 2**77): digits up to 2**129 by five pieces instead of the
+// two-step path.  Without it the kernel keeps the three-piece path's 72 registers (the
+// wide build: 80, under its launch bounds below).
 #ifndef WIDE_DIGITS
 #define WIDE_DIGITS 0
 #endif
@@ -101,8 +102,9 @@ template <> struct Bytes<4> { typedef unsigned int type; };
 
 // ``rows``: the moduli's constants (MOD_ROW's rows): the constant table itself for three
 // pieces, whose unrolled loop reads them as instruction operands; a copy in shared
-// memory for five, whose loop over the moduli read them by LDC at a run-time index,
-// 2.7x the three pieces' time (18.3 against 6.8 ms at n = 16384, run 8447b65).
+// memory for five, whose loop over the moduli reads them at a run-time index (from the
+// constant bank instead: no faster, 18.3 against 18.1 ms at n = 16384, runs 8447b65 and
+// d7e9515).
 template <int NP, int CH, int J0>
 __device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)[PER_THREAD],
                                                    const int (&s)[PER_THREAD], const bool (&neg)[PER_THREAD],
@@ -167,15 +169,12 @@ extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x
         } else if (smax <= 76) {
             // below 2**129: accurate mode's from 22 moduli on (three pieces took the
             // two-step path below: 24.1 ms at n = 16384, run 6872fbd), and exact mode's
-            // slices up to that width.  Now 18.3 ms, still 2.7x the three pieces' 6.8 ms
-            // at 21 moduli for 1.4x their FP64 work; not explained yet: the moduli
-            // unrolled by four (19.4 ms, run ae0bef0), eight-byte stores (18.4, c4e5735)
-            // and the fold in 64-bit integers (20.9, 2288d26) did no better.
-            // (four digits at a time: eight digits of five pieces, 40 doubles, would
-            // take 80 registers.  The branch still lifts the kernel from 72 to 98
-            // registers at 16-22 moduli, and the general shifts of pieces<3> from 82 to
-            // 174 at 49 (review of this change): the three-piece path ran 5.4 -> 5.9 ms
-            // at 16 moduli and n = 16384 (runs a9b41de, ae0bef0); next to mend.)
+            // slices up to that width.  15.65 ms at 22 moduli (run df12626) against the
+            // three pieces' 4.73 at 16: ncu (f282980) counts 2.2x the instructions for
+            // 1.375x the moduli, latency-bound.  No better: the moduli unrolled by four
+            // (19.4 ms, run ae0bef0), eight-byte stores (18.4, c4e5735), the fold in
+            // 64-bit integers (20.9, 2288d26).  Four digits at a time: eight digits of
+            // five pieces, 40 doubles, would take 80 registers.
             residues_by_pieces<5, 4, 0>(q, s, neg, dst, plane, wide_rows);
             residues_by_pieces<5, 4, 4>(q, s, neg, dst, plane, wide_rows);
 #endif
