@@ -29,11 +29,39 @@ def signatures(tree):
     return out
 
 
-def mismatches(source):
+def _check(call, name, sig, positional_names, bad):
+    """Append (line, name, why) to bad when ``call``'s arguments cannot bind to ``sig``."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return                                        # *args / **kwargs: not decidable here
+    required, total, names, kwonly_required = sig
+    given = len(call.args)
+    keywords = {k.arg for k in call.keywords}
+    if names is not None and not keywords <= names:
+        bad.append((call.lineno, name, f"unknown keyword(s) {sorted(keywords - names)}"))
+    if total is not None and given > total:
+        bad.append((call.lineno, name, f"{given} positional arguments, at most {total}"))
+    missing = [p for p in positional_names[given:required] if p not in keywords]
+    missing += [k for k in kwonly_required if k not in keywords]
+    if missing:
+        bad.append((call.lineno, name, f"missing {missing}"))
+
+
+def _positional_names(tree):
+    return {n.name: [p.arg for p in n.args.posonlyargs + n.args.args]
+            for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+
+def mismatches(source, siblings=None):
     """(line, function, why) for each call of a module-level function whose arguments
-    cannot bind (calls with *args or **kwargs are skipped: not decidable here)."""
+    cannot bind: by bare name (the module's own functions, unless the name is rebound
+    somewhere), or as ``module.function`` for the sibling modules given ({name: source}).
+    Calls with *args or **kwargs are skipped."""
     tree = ast.parse(source)
-    sigs = signatures(tree)
+    own = signatures(tree), _positional_names(tree)
+    others = {}
+    for mod, text in (siblings or {}).items():
+        t = ast.parse(text)
+        others[mod] = signatures(t), _positional_names(t)
     shadowed = set()                      # names rebound anywhere (assignments, parameters)
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -42,33 +70,27 @@ def mismatches(source):
             shadowed.add(node.arg)
     bad = []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        if not isinstance(node, ast.Call):
             continue
-        name = node.func.id
-        if name not in sigs or name in shadowed:
-            continue
-        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
-            continue
-        required, total, names, kwonly_required = sigs[name]
-        given = len(node.args)
-        keywords = {k.arg for k in node.keywords}
-        if names is not None and not keywords <= names:
-            bad.append((node.lineno, name, f"unknown keyword(s) {sorted(keywords - names)}"))
-        if total is not None and given > total:
-            bad.append((node.lineno, name, f"{given} positional arguments, at most {total}"))
-        tree_fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
-        positional = [p.arg for p in tree_fn.args.posonlyargs + tree_fn.args.args]
-        missing = [p for p in positional[given:required] if p not in keywords]
-        missing += [k for k in kwonly_required if k not in keywords]
-        if missing:
-            bad.append((node.lineno, name, f"missing {missing}"))
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in own[0] and f.id not in shadowed:
+            _check(node, f.id, own[0][f.id], own[1][f.id], bad)
+        elif (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in others
+              and f.value.id not in shadowed and f.attr in others[f.value.id][0]):
+            sigs, names = others[f.value.id]
+            _check(node, f"{f.value.id}.{f.attr}", sigs[f.attr], names[f.attr], bad)
     return bad
+
+
+def _source(module):
+    with open(os.path.join(BACKENDS, module)) as f:
+        return f.read()
 
 
 @pytest.mark.parametrize("module", MODULES)
 def test_own_calls_fit_signatures(module):
-    with open(os.path.join(BACKENDS, module)) as f:
-        assert mismatches(f.read()) == []
+    siblings = {name[:-3]: _source(name) for name in MODULES + ["numpy_backend.py"] if name != module}
+    assert mismatches(_source(module), siblings) == []
 
 
 def test_the_check_finds_a_missing_argument():
@@ -77,3 +99,6 @@ def test_the_check_finds_a_missing_argument():
     assert mismatches(source.replace("f(1, x)", "f(1, x, k=2)")) == []
     assert mismatches(source.replace("f(1, x)", "f(1, x, 2, 3)"))[0][2] == "4 positional arguments, at most 3"
     assert mismatches(source.replace("f(1, x)", "f(1, x, kk=2)"))[0][2].startswith("unknown keyword")
+    sibling = {"other": "def h(a, b=1):\n    return a\n"}
+    assert mismatches("import other\nother.h()\n", sibling) == [(2, "other.h", "missing ['a']")]
+    assert mismatches("import other\nother.h(1, b=2)\n", sibling) == []
