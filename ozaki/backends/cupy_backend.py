@@ -37,6 +37,7 @@ from cupy.cuda import cublas
 from ..crt import crt_bound_float, crt_constants
 from ..crt import moduli as _moduli
 from . import graphs, native, numpy_backend
+from .kernel_tables import constant_tables as _constant_tables
 from .graphs import replayed  # noqa: F401  (a backend step: scheme._stack_piece)
 
 xp = cupy
@@ -124,35 +125,6 @@ def _kernel(file, function, defines, device, tables=None, shared=0):
     if shared > 48 * 1024:
         kern.max_dynamic_shared_size_bytes = shared
     return kern
-
-
-def _doubles(values):
-    """A C initializer of doubles as exact hexadecimal literals."""
-    return "{" + ", ".join(float(v).hex() for v in values) + "}"
-
-
-def _array(name, values):
-    """A __constant__ double array definition (float(v).hex() literals)."""
-    return f"__constant__ double {name} = {_doubles(values)};\n"
-
-
-@functools.lru_cache(maxsize=None)
-def _constant_tables(m, crt=False):
-    """The moduli's constants as compile-time tables, so the kernels' fully
-    unrolled loops read them as constant-bank operands instead of loads:
-    MOD_P, MOD_INV (1/p rounded), MOD_ROW[i] (p_i, 1/p_i, 2**(26 j) mod p_i for j = 1..4), and
-    with ``crt`` the CRT limbs CRT_C[i][l], CRT_P[l] and CRT_INV_P."""
-    ps = _moduli(m)
-    src = (_array("MOD_P[]", ps) + _array("MOD_INV[]", [1.0 / p for p in ps])
-           + f"__constant__ double MOD_ROW[{m}][8] = "
-           + "{" + ", ".join(_doubles([p, 1.0 / p] + [pow(2, 26 * j, p) for j in range(1, 5)] + [0, 0])
-                             for p in ps) + "};\n")
-    if crt:
-        k = crt_constants(m)
-        src += (f"__constant__ double CRT_C[{m}][{k.L}] = {{{', '.join(_doubles(row) for row in k.c_limbs)}}};\n"
-                + _array("CRT_P[]", k.P_limbs)
-                + f"#define CRT_INV_P {(1.0 / k.P_float).hex()}\n")
-    return src
 
 
 @functools.lru_cache(maxsize=None)

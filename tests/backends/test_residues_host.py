@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from ozaki.backends import numpy_backend
+from ozaki.backends.kernel_tables import constant_tables
 from ozaki.crt import moduli
 from tests import inputs
 from tests.backends import host_build
@@ -61,20 +62,6 @@ int main(int argc, char** argv) {
     return 0;
 }
 """
-
-
-def _doubles(values):
-    return "{" + ", ".join(float(v).hex() for v in values) + "}"
-
-
-def constant_tables(m):
-    """The tables cupy_backend._constant_tables puts before residues.cu (without CuPy)."""
-    ps = moduli(m)
-    return (f"__constant__ double MOD_P[] = {_doubles(ps)};\n"
-            f"__constant__ double MOD_INV[] = {_doubles([1.0 / p for p in ps])};\n"
-            f"__constant__ double MOD_ROW[{m}][8] = "
-            + "{" + ", ".join(_doubles([p, 1.0 / p] + [pow(2, 26 * j, p) for j in range(1, 5)] + [0, 0])
-                              for p in ps) + "};\n")
 
 
 CONFIGS = [(7, 0), (16, 0), (16, 1), (22, 1), (49, 1)]
