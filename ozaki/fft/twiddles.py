@@ -355,12 +355,16 @@ def _order(N):
     return 8 * N // g, N // g, 8 // g
 
 
+def _octant_signs(o):
+    """(swap, neg_c, neg_s) of octant o (an int or an int array): whether cos and sin
+    trade places (octants 1, 2, 5, 6) and which of them change sign."""
+    return ((o + 1) & 2) != 0, (o >= 2) & (o <= 5), o >= 4
+
+
 def _unfold(tables, o, rho, sign):
     """The roots in octants o at octant positions rho (arrays) from the octant tables
     (hi and/or lo): swaps and negations only, so each part stays correctly rounded."""
-    swap = ((o + 1) & 2) != 0                    # octants 1, 2, 5, 6: cos and sin trade places
-    neg_c = (o >= 2) & (o <= 5)
-    neg_s = o >= 4
+    swap, neg_c, neg_s = _octant_signs(o)
     out = []
     for table in tables:
         c, s = table[0][rho], table[1][rho]
@@ -421,7 +425,7 @@ def _table(N, sign, div, parts):
         n = j1 - j0
         last = t0 + (n - 1) * step                   # rho = t0 + step i (even o), M - that (odd)
         window = slice(t0, last + 1, step) if o % 2 == 0 else slice(M - last, M - t0 + 1, step)
-        swap, neg_c, neg_s = ((o + 1) & 2) != 0, 2 <= o <= 5, o >= 4
+        swap, neg_c, neg_s = _octant_signs(o)
         for dst, table in zip(out, tables):
             c, s = table[0][window], table[1][window]
             if o % 2:
