@@ -17,6 +17,28 @@ def phi(rng, shape, p):
     return (rng.random(shape) - 0.5) * np.exp(p * rng.standard_normal(shape))
 
 
+def residue_rows(rng, rows=37, k=203):
+    """(x, beta) for the residue kernel's tests (kernels/residues.cu picks a way per group
+    of eight columns by the group's largest shift s over the bottom beta): wide
+    exponents, zeros, subnormals and inf (row 0), all-ones mantissas (row 1), s > 76 (row
+    2: the two-step path), s <= 24 at the row's largest (row 3: three pieces), 24 < s <=
+    76 (row 4: five pieces), full mantissas at s = 30..76 over beta = 0 (row 5); random
+    bottoms in the other rows.  k = 203 is not a multiple of the groups."""
+    from ozaki.backends import numpy_backend
+    x = wide(rng, (rows, k), 300)
+    x[0, :5] = [0.0, -0.0, 5e-324, -2.2250738585072014e-308, np.inf]
+    x[1] = np.nextafter(2.0 ** rng.integers(-40, 40, k), 0) * rng.choice([-1, 1], k)
+    beta = rng.integers(-1100, 40, rows)
+    beta[2] = -60
+    e = numpy_backend.split(x)[2]
+    beta[3] = e[3].max()
+    beta[4] = e[4].max() - 76
+    x[5] = np.ldexp(rng.integers(2 ** 52, 2 ** 53, k).astype(np.float64), rng.integers(30, 77, k)) \
+        * rng.choice([-1, 1], k)
+    beta[5] = 0
+    return x, beta
+
+
 def subnormal_heavy(rng, shape):
     x = rng.standard_normal(shape) * 2.0 ** -1060
     x[rng.random(shape) < 0.3] = rng.standard_normal() * 2.0 ** -1022

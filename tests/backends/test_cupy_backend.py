@@ -133,18 +133,8 @@ def test_stack_same_bits(rng, mode):
 def test_residues_kernel(rng, m, width, nearest):
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
-    rows, k = 37, 203                                   # k not a multiple of the 8-column groups
-    x = inputs.wide(rng, (rows, k), 300)
-    x[0, :5] = [0.0, -0.0, 5e-324, -2.2250738585072014e-308, np.inf]
-    x[1] = np.nextafter(2.0 ** rng.integers(-40, 40, k), 0) * rng.choice([-1, 1], k)   # all-ones mantissas
-    beta = rng.integers(-1100, 40, rows)
-    beta[2] = -60                                       # shifts s > 76 in that row: the two-step path
-    e = numpy_backend.split(x)[2]
-    beta[3] = e[3].max()                                # digits q 2**s with s <= 24: three pieces
-    beta[4] = e[4].max() - 76                           # 24 < s <= 76 (at the row's largest): five pieces
-    x[5] = np.ldexp(rng.integers(2 ** 52, 2 ** 53, k).astype(np.float64), rng.integers(30, 77, k)) \
-        * rng.choice([-1, 1], k)                        # full mantissas, s = 30..76 over beta = 0
-    beta[5] = 0
+    x, beta = inputs.residue_rows(rng)
+    k = x.shape[1]
     cpu = numpy_backend.residues(x, beta, width, m, nearest)
     gpu = cupy_backend.residues(cupy.asarray(x), cupy.asarray(beta), width, m, nearest)
     assert np.array_equal(cpu, cupy.asnumpy(gpu)[:, :, :k])

@@ -88,22 +88,11 @@ def run(host, tmp_path, x, beta, width, nearest):
     return np.fromfile(dst, dtype=np.int8).reshape(m, rows, kpad)
 
 
-def adversarial(rng, rows=24, k=203):
-    """Rows whose digits take each of the kernel's ways, as test_cupy_backend's
-    test_residues_kernel draws them: wide exponents, zeros, subnormals, inf, all-ones
-    and full mantissas, shifts s <= 24, 24 < s <= 76 and s > 76 at the row's largest."""
-    x = inputs.wide(rng, (rows, k), 300)
-    x[0, :5] = [0.0, -0.0, 5e-324, -2.2250738585072014e-308, np.inf]
-    x[1] = np.nextafter(2.0 ** rng.integers(-40, 40, k), 0) * rng.choice([-1, 1], k)
-    beta = rng.integers(-1100, 40, rows)
-    beta[2] = -60
+def adversarial(rng, rows=24):
+    """inputs.residue_rows, each of its later rows' largest shift swept over 0..100."""
+    x, beta = inputs.residue_rows(rng, rows)
     e = numpy_backend.split(x)[2]
-    beta[3] = e[3].max()
-    beta[4] = e[4].max() - 76
-    x[5] = np.ldexp(rng.integers(2 ** 52, 2 ** 53, k).astype(np.float64), rng.integers(30, 77, k)) \
-        * rng.choice([-1, 1], k)
-    beta[5] = 0
-    for r in range(6, rows):                            # the row's largest shift swept over 0..100
+    for r in range(6, rows):
         beta[r] = e[r].max() - (r - 6) * 100 // (rows - 7)
     return x, beta
 
