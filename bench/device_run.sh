@@ -79,11 +79,14 @@
 #             tests, then the residue pass at 16384 on 16 and 22 moduli
 #   s9a       next8 with the fused kernel's one rounding helper, and the FFT (fftn 256^3, a batch of
 #             4096 x 1024, 1-D 2^16) on the auto path against the fused kernel forced
+#   s10a      issue 11's ZGEMM and skinny products as they stand: ZGEMM 4096 and 8192 at 16, 15 and 14 moduli
+#             (paired with cuBLAS ZGEMM, DMMCH), the time per kernel of ZGEMM 8192, the skinny products on each
+#             path, the time per kernel of the 16384 square at 14 moduli
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -236,6 +239,16 @@ elif [ "$profile" = moduli14 ] || [ "$profile" = s9b ]; then  # the squares at 1
     fi
     stage gemm 300 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal phi1 --no-emulated \
         --samples 24 --repeats 3 --modes accurate accurate:15 accurate:14 fast:15 --out "$W/gemm.json"
+elif [ "$profile" = s10a ]; then
+    stage zgemm 150 python3 -m bench.gemm --sizes 4096 8192 --families complex --no-emulated --samples 12 \
+        --repeats 5 --modes accurate accurate:15 accurate:14 fast:14 --out "$W/zgemm.json"
+    for md in accurate accurate:14; do
+        stage "kernels_z8192_${md/:/_}" 60 python3 -m bench.kernel_times zmatmul 8192 --mode $md --top 14
+    done
+    stage gemm_skinny 150 python3 -m bench.gemm --sizes --shapes 1x16384x256x16384 1x16384x16384x64 \
+        --paths auto cutlass cublas --families normal --no-emulated --samples 12 --repeats 5 --modes accurate \
+        --out "$W/gemm_skinny.json"
+    stage kernels_16384_accurate_14 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 14
 elif [ "$profile" = s9e ]; then
     gpu_tests gpu_residues 80 tests/backends/test_cupy_backend.py -k "residues_kernel or same_bits_adversarial"
     for md in accurate accurate:22; do

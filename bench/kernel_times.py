@@ -5,6 +5,7 @@ records every kernel of the process, CuPy's and cuBLAS's included), as a table.
     python -m bench.kernel_times batch 4096x1024   # fft of 4096 complex rows of 1024 points
     python -m bench.kernel_times fft 1048576       # one complex 1-D transform
     python -m bench.kernel_times matmul 4096       # ozaki.matmul, N(0,1), default mode
+    python -m bench.kernel_times zmatmul 8192      # ozaki.matmul of complex N(0,1) + i N(0,1) (ZGEMM)
     python -m bench.kernel_times stack 4096x64     # ozaki.matmul of a stack of 4096 products 64^3
 
 Kernels of one name are summed; names are cut to 90 characters.  The call runs once
@@ -91,10 +92,10 @@ def clock_summary(proc):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["fftn", "batch", "fft", "matmul", "stack"])
+    ap.add_argument("what", choices=["fftn", "batch", "fft", "matmul", "zmatmul", "stack"])
     ap.add_argument("n", help="the size (batch: BxN)")
     ap.add_argument("--top", type=int, default=25)
-    ap.add_argument("--mode", default=None, help="matmul and stack: MODE or MODE:MODULI (default: ozaki's), or native (cupy.matmul)")
+    ap.add_argument("--mode", default=None, help="matmul, zmatmul and stack: MODE or MODE:MODULI (default: ozaki's), or native (cupy.matmul)")
     ap.add_argument("--out", default=None, help="also write the rows as JSON here")
     ap.add_argument("--gaps", type=int, default=0, metavar="N",
                     help="also the GPU's N longest idle intervals between kernels, and their sum")
@@ -109,10 +110,12 @@ def main(argv=None):
     import ozaki.fft
     rng = np.random.default_rng(5)
     shape = {"fftn": lambda s: (int(s),) * 3, "batch": lambda s: tuple(int(v) for v in s.lower().split("x")),
-             "fft": lambda s: (int(s),), "matmul": lambda s: (int(s), int(s)),
+             "fft": lambda s: (int(s),), "matmul": lambda s: (int(s), int(s)), "zmatmul": lambda s: (int(s), int(s)),
              "stack": lambda s: (int(s.lower().split("x")[0]),) + (int(s.lower().split("x")[1]),) * 2}[a.what](a.n)
-    if a.what in ("matmul", "stack"):
-        A, B = (cupy.asarray(rng.standard_normal(shape)) for _ in range(2))
+    if a.what in ("matmul", "zmatmul", "stack"):
+        draw = (lambda: rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) if a.what == "zmatmul" \
+            else (lambda: rng.standard_normal(shape))
+        A, B = (cupy.asarray(draw()) for _ in range(2))
         if a.mode == "native":                                            # cuBLAS, for comparison
             call = lambda: cupy.matmul(A, B)                              # noqa: E731
         else:
