@@ -82,11 +82,14 @@
 #   s10a      issue 11's ZGEMM and skinny products as they stand: ZGEMM 4096 and 8192 at 16, 15 and 14 moduli
 #             (paired with cuBLAS ZGEMM, DMMCH), the time per kernel of ZGEMM 8192, the skinny products on each
 #             path, the time per kernel of the 16384 square at 14 moduli
+#   s10b      the residue kernel's moduli loop (a loop where unrolled it takes over 80 registers) and complex
+#             operands read in place: their GPU tests, the residue pass swept over builds at 12-20 moduli,
+#             ZGEMM 8192 and its time per kernel, the squares at 8192 and 16384, the FFT's same-bits tests
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -249,6 +252,18 @@ elif [ "$profile" = s10a ]; then
         --paths auto cutlass cublas --families normal --no-emulated --samples 12 --repeats 5 --modes accurate \
         --out "$W/gemm_skinny.json"
     stage kernels_16384_accurate_14 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 14
+elif [ "$profile" = s10b ]; then
+    gpu_tests gpu_changed 150 tests/backends/test_cupy_backend.py tests/backends/test_fused.py \
+        -k "residues or complex or stacks_and_broadcast or same_bits_adversarial"
+    stage residue_pass 90 python3 -m bench.residue_pass --n 16384 --moduli 12 14 15 16 20 --unroll -1 0 1 2 \
+        --out "$W/residue_pass.json"
+    stage zgemm 100 python3 -m bench.gemm --sizes 8192 --families complex --no-emulated --samples 12 \
+        --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
+    stage kernels_z8192_accurate_14 45 python3 -m bench.kernel_times zmatmul 8192 --mode accurate:14 --top 14
+    stage kernels_16384_accurate_14 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 8
+    stage gemm 150 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 12 \
+        --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
+    gpu_tests gpu_fft 100 tests/fft/test_fft_gpu.py -k "same_bits"
 elif [ "$profile" = s9e ]; then
     gpu_tests gpu_residues 80 tests/backends/test_cupy_backend.py -k "residues_kernel or same_bits_adversarial"
     for md in accurate accurate:22; do
@@ -458,6 +473,7 @@ echo "== durations =="; grep -h -A10 "slowest" "$W"/gpu_*.txt | head -24
 for f in linalg linalg_32k dask; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -15 "$W/$f.txt"; }; done
 for f in certified certified_4k; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -48 "$W/$f.txt"; }; done
 [ -f "$W/steps.txt" ] && { echo "== time split =="; cat "$W/steps.txt"; }
+[ -f "$W/residue_pass.txt" ] && { echo "== residue pass =="; grep -E "moduli|Error" "$W/residue_pass.txt"; }
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
 for f in "$W"/ncu_residues_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; grep -E "Duration|Executed Ipc A|Issue Slots Busy|Achieved Occupancy|Registers Per|DRAM Throughput|Compute \(SM\) Throughput|Memory Throughput|Stall|L2 Hit|Warp Cycles Per Issued" "$f" | head -24; }; done

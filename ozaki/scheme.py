@@ -223,10 +223,8 @@ def plan_accurate(xp, A, Bt, m, backend, parts=1, batch=1, path="cublas"):
     bound = crt.crt_bound_float(m)
     k = A.shape[1] // parts
 
-    def ceilings(X):
-        _, flags, e, hat, _ = backend.scan_rows(X, 7 - parts, hat=True)
-        if parts == 2:
-            hat = hat[:, :k] + hat[:, k:2 * k]
+    def ceilings(X):        # complex: the halves' ceilings added in the scan (halves)
+        _, flags, e, hat, _ = backend.scan_rows(X, 7 - parts, hat=True, halves=parts == 2)
         return flags, e, hat
 
     fa, ea, ahat = ceilings(A)
@@ -900,8 +898,19 @@ def operand_rows(backend, X, side):
         return backend.transposed(Y[0]) if Y.shape[0] == 1 else rows(Y.transpose(0, 2, 1))
 
     if X.dtype.kind == "c":
-        parts = [layout(X.real), layout(X.imag)]
-        return parts, xp.concatenate(parts, axis=1)
+        # The joined rows [Re | Im] are made in one pass and the parts are their halves,
+        # read in place (the residue step takes rows any distance apart): ZGEMM at n = 8192
+        # spent 4.6 of 47 ms in ten copies making the parts and joining them (run 5e6f825).
+        batch, r, c = X.shape
+        if side == "left":
+            joined = xp.concatenate([X.real, X.imag], axis=-1).reshape(batch * r, 2 * c)
+        else:
+            # B^T of B's real view (batch, k, 2n): its rows 2j and 2j + 1 are column j's
+            # Re and Im, side by side in memory, so (2 n, k) rows are n rows [Re | Im]
+            flat = xp.ascontiguousarray(X).view(X.real.dtype)
+            joined = layout(flat).reshape(batch * c, 2 * r)
+        k = joined.shape[1] // 2
+        return [joined[:, :k], joined[:, k:]], joined
     parts = [layout(X)]
     return parts, parts[0]
 

@@ -173,15 +173,44 @@ def _wide_digits(m, width, k):
     return m >= 21 or math.log2(crt_bound_float(m)) - math.log2(max(k, 1)) > 146
 
 
+# The three-piece loop over the moduli (residues.cu, MODULI_UNROLL) is unrolled fully
+# unless ptxas then takes more than RESIDUE_REGISTERS registers (three blocks of 256
+# threads an SM), as CUDA 13.0's does at 11-15 moduli (116-160; 72 from 16 on): then it
+# is a loop, one modulus at a time (72).  RESIDUE_UNROLL (OZAKI_RESIDUE_UNROLL=N) forces
+# N at a time, 0 fully unrolled (bench.residue_pass's sweep).
+RESIDUE_REGISTERS = 80
+RESIDUE_UNROLL = int(os.environ["OZAKI_RESIDUE_UNROLL"]) if os.environ.get("OZAKI_RESIDUE_UNROLL") else None
+
+
+def _num_regs(kern):
+    driver = cupy.cuda.driver
+    return driver.funcGetAttribute(getattr(driver, "CU_FUNC_ATTRIBUTE_NUM_REGS", 4), kern.ptr)
+
+
+@functools.lru_cache(maxsize=None)
+def _residues_kernel(m, wide, device, unroll):
+    """residues.cu's kernel for m moduli (``unroll``: RESIDUE_UNROLL)."""
+    defines = (("NMOD", m), ("WIDE_DIGITS", int(wide)))
+    if unroll is not None:
+        return _kernel("residues.cu", "residues", defines + (("MODULI_UNROLL", min(unroll, m) or m),), device, (m,))
+    kern = _kernel("residues.cu", "residues", defines + (("MODULI_UNROLL", m),), device, (m,))
+    if _num_regs(kern) > RESIDUE_REGISTERS:
+        kern = _kernel("residues.cu", "residues", defines + (("MODULI_UNROLL", 1),), device, (m,))
+    return kern
+
+
 def residues(x, beta, width, m, nearest=False):
-    """int8 residues (m, rows, kpad) of the slice digits of x; kpad = k rounded up to 16."""
+    """int8 residues (m, rows, kpad) of the slice digits of x; kpad = k rounded up to 16.
+    Rows whose entries are contiguous are read where they lie (any row stride)."""
     rows, k = x.shape
     kpad = _padded(k)
     out = cupy.empty((m, rows, kpad), dtype=cupy.int8)
-    kern = _kernel("residues.cu", "residues", (("NMOD", m), ("WIDE_DIGITS", int(_wide_digits(m, width, k)))),
-                   _device(), (m,))
+    kern = _residues_kernel(m, _wide_digits(m, width, k), _device(), RESIDUE_UNROLL)
+    if x.dtype != cupy.float64 or (k > 1 and x.strides[1] != 8) or (rows > 1 and x.strides[0] % 8):
+        x = cupy.ascontiguousarray(x, dtype=cupy.float64)
+    ld = x.strides[0] // 8 if rows > 1 else k        # rows read in place ld apart (a [Re | Im] row's half)
     grid, block = _grid(rows * kpad // 8)
-    kern(grid, block, (cupy.ascontiguousarray(x, dtype=cupy.float64), np.int64(rows), np.int64(k),
+    kern(grid, block, (x, np.int64(ld), np.int64(rows), np.int64(k),
                        np.int64(kpad), cupy.ascontiguousarray(beta, dtype=cupy.int64),
                        np.int32(width or 0), np.int32(bool(nearest)), _pow2(m, _device()), out))
     return out
@@ -285,11 +314,11 @@ def flags_found(flags_a, flags_b, host=True):
 SHORT_ROW = 1024
 
 
-def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False):
+def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, halves=False):
     """As numpy_backend.scan_rows, one block (or, for short rows, one warp) per row
-    (kernels/scan_rows.cu)."""
+    (kernels/scan_rows.cu); ``hat`` zero-padded to 16 columns."""
     rows, k = x.shape
-    kpad = _padded(k)
+    kpad = _padded(k // 2 if halves else k)
     amax = cupy.empty(rows, dtype=cupy.float64)
     flags = cupy.empty(rows, dtype=cupy.int8)
     e = cupy.empty(rows, dtype=cupy.int64) if ceil_bits else None
@@ -297,7 +326,8 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False):
     sumsq = cupy.empty(rows, dtype=cupy.int64) if sum_squares or sum_ceilings else None
     row_threads = 32 if k <= SHORT_ROW else 256
     defines = (("CEIL_BITS", ceil_bits), ("ROW_THREADS", row_threads)) + ((("WRITE_HAT", 1),) if hat else ()) \
-        + ((("SUM_SQUARES", 1),) if sum_squares else ()) + ((("SUM_CEILINGS", 1),) if sum_ceilings else ())
+        + ((("SUM_SQUARES", 1),) if sum_squares else ()) + ((("SUM_CEILINGS", 1),) if sum_ceilings else ()) \
+        + ((("HAT_HALVES", 1),) if halves else ())
     kern = _kernel("scan_rows.cu", "scan_rows", defines, _device())
     null = np.uint64(0)
     per_block = 256 // row_threads

@@ -82,7 +82,7 @@ def transposed(x):
     return np.ascontiguousarray(x.T)
 
 
-def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False):
+def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, halves=False):
     """One look at each row: max |x| over finite entries, flags, integer ceilings.
 
     Returns (amax, flags, e, hat, sumsq): flags bit 0 = the row has NaN/inf,
@@ -90,6 +90,8 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False):
     and c = ceil(|x| 2**e) (1 for nonzero values that underflow, 0 for zeros and
     non-finite); ``hat`` returns c as int8, ``sum_squares`` sum c**2 per row (int64),
     ``sum_ceilings`` sum c instead (in sumsq's place; the certified bound's sum |x|).
+    ``halves`` (complex rows [Re | Im]): hat holds the halves' ceilings added,
+    c[:, j] + c[:, j + k // 2] (below 2**(ceil_bits + 1): int8 for ceil_bits <= 6).
     Integers and maxima only, so the GPU kernel (kernels/scan_rows.cu) matches exactly.
     """
     finite = np.isfinite(x)
@@ -103,6 +105,9 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False):
         if sum_squares or sum_ceilings:
             ci = c.astype(np.int64)
             sumsq = (ci * ci if sum_squares else ci).sum(axis=1)
+        if hat and halves:
+            half = x.shape[1] // 2
+            c = c[:, :half] + c[:, half:2 * half]
         c = c.astype(np.int8) if hat else None
     return amax, flags, e, c, sumsq
 

@@ -101,6 +101,22 @@ def test_complex_same_bits(rng, mode):
     assert np.array_equal(cpu.view(np.int64), gpu.view(np.int64))
 
 
+@pytest.mark.parametrize("mode", ["accurate", "exact"])
+def test_complex_stacks_and_views_same_bits(rng, mode):
+    """Complex stacks (B batched: its real view transposed per matrix) and views of device
+    arrays (transposed, strided, reversed) as operands: the CPU's bits."""
+    import cupy
+    A = inputs.wide(rng, (3, 40, 70), 8) + 1j * inputs.wide(rng, (3, 40, 70), 8)
+    B = inputs.wide(rng, (3, 70, 36), 8) + 1j * inputs.wide(rng, (3, 70, 36), 8)
+    cpu, gpu = both(A, B, mode=mode)
+    assert same_bits(cpu, gpu)
+    X = inputs.wide(rng, (90, 60), 8) + 1j * inputs.wide(rng, (90, 60), 8)
+    Xd = cupy.asarray(X)
+    for a, b in [(lambda x: x.T, lambda x: x[::-1][:90, ::2]), (lambda x: x[::-3], lambda x: x.T[:, 5:45])]:
+        want = ozaki.matmul(a(X), b(X), mode=mode)
+        assert same_bits(want, cupy.asnumpy(ozaki.matmul(a(Xd), b(Xd), mode=mode)))
+
+
 def test_complex_same_bits_large(rng):
     A = inputs.normal(rng, (1024, 1024)) + 1j * inputs.normal(rng, (1024, 1024))
     B = inputs.normal(rng, (1024, 1024)) + 1j * inputs.normal(rng, (1024, 1024))
@@ -128,9 +144,12 @@ def test_stack_same_bits(rng, mode):
 
 # The kernels' steps one by one against the numpy backend's, on adversarial data.
 
-@pytest.mark.parametrize("m", [1, 7, 16, 49])
+@pytest.mark.parametrize("m", [1, 7, 14, 16, 49])
 @pytest.mark.parametrize("width,nearest", [(None, False), (None, True), (64, False)])
 def test_residues_kernel(rng, m, width, nearest):
+    """Against numpy_backend on adversarial rows, contiguous and read in place as the first
+    half of wider rows (a complex operand's [Re | Im]: the other half NaN, not to be read).
+    14 moduli: the build whose moduli loop is not unrolled (residue_unroll)."""
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
     x, beta = inputs.residue_rows(rng)
@@ -139,6 +158,24 @@ def test_residues_kernel(rng, m, width, nearest):
     gpu = cupy_backend.residues(cupy.asarray(x), cupy.asarray(beta), width, m, nearest)
     assert np.array_equal(cpu, cupy.asnumpy(gpu)[:, :, :k])
     assert not cupy.asnumpy(gpu)[:, :, k:].any()
+    wide = cupy.asarray(np.concatenate([x, np.full_like(x, np.nan)], axis=1))
+    in_place = cupy_backend.residues(wide[:, :k], cupy.asarray(beta), width, m, nearest)
+    assert cupy.array_equal(in_place, gpu)
+
+
+@pytest.mark.parametrize("unroll", [0, 1, 2, 5])
+def test_residues_kernel_unrolled(rng, monkeypatch, unroll):
+    """Every build of the moduli loop (RESIDUE_UNROLL: 0 fully unrolled, else that many
+    moduli at a time) gives numpy_backend's residues."""
+    import cupy
+    from ozaki.backends import cupy_backend, numpy_backend
+    monkeypatch.setattr(cupy_backend, "RESIDUE_UNROLL", unroll)
+    x, beta = inputs.residue_rows(rng)
+    k = x.shape[1]
+    for m, nearest in ((15, True), (16, False)):
+        cpu = numpy_backend.residues(x, beta, None, m, nearest)
+        gpu = cupy_backend.residues(cupy.asarray(x), cupy.asarray(beta), None, m, nearest)
+        assert np.array_equal(cpu, cupy.asnumpy(gpu)[:, :, :k]), m
 
 
 def _representatives(rng, values, ps, top):
@@ -353,6 +390,11 @@ def test_scan_rows_kernel(rng, rows, k):
             else:
                 g = cupy.asnumpy(g)[..., :k] if g.ndim == 2 else cupy.asnumpy(g)
                 assert np.array_equal(c, g)
+    # complex rows [Re | Im]: the halves' 5-bit ceilings added (scheme.plan_accurate)
+    cpu = numpy_backend.scan_rows(x, 5, True, halves=True)[3]
+    gpu = cupy.asnumpy(cupy_backend.scan_rows(cupy.asarray(x), 5, True, halves=True)[3])
+    assert cpu.shape == (rows, k // 2) and gpu.shape == (rows, -(-(k // 2) // 16) * 16)
+    assert np.array_equal(cpu, gpu[:, :k // 2]) and not gpu[:, k // 2:].any()
 
 
 @pytest.mark.parametrize("spread", [0, 60, 600])

@@ -47,16 +47,17 @@ template <typename T> static inline T max(T a, T b) { return a > b ? a : b; }
 
 MAIN = r"""
 #include "residues.cu"
-// argv: input file (rows k kpad width nearest, x, beta, pow2), output file (NMOD x rows x kpad int8)
+// argv: input file (rows k kpad width nearest ld, x as rows ld apart, beta, pow2), output file
+// (NMOD x rows x kpad int8)
 int main(int argc, char** argv) {
     FILE* in = fopen(argv[1], "rb"); FILE* out = fopen(argv[2], "wb");
-    long long h[5]; fread(h, 8, 5, in);
-    long long rows = h[0], k = h[1], kpad = h[2];
-    std::vector<double> x(rows * k); fread(x.data(), 8, x.size(), in);
+    long long h[6]; fread(h, 8, 6, in);
+    long long rows = h[0], k = h[1], kpad = h[2], ld = h[5];
+    std::vector<double> x(rows * ld); fread(x.data(), 8, x.size(), in);
     std::vector<long long> beta(rows); fread(beta.data(), 8, rows, in);
     std::vector<double> pow2((size_t)NMOD * MAX_SHIFT); fread(pow2.data(), 8, pow2.size(), in);
     std::vector<signed char> r((size_t)NMOD * rows * kpad, 0);
-    residues(x.data(), rows, k, kpad, beta.data(), (int)h[3], (int)h[4], pow2.data(), r.data());
+    residues(x.data(), ld, rows, k, kpad, beta.data(), (int)h[3], (int)h[4], pow2.data(), r.data());
     fwrite(r.data(), 1, r.size(), out);
     fclose(in); fclose(out);
     return 0;
@@ -74,14 +75,19 @@ def host(request, tmp_path_factory):
     return m, host_build.build(tmp_path_factory, source, f"residues_m{m}_w{wide}")
 
 
-def run(host, tmp_path, x, beta, width, nearest):
+def run(host, tmp_path, x, beta, width, nearest, gap=0):
+    """The kernel's residues of x; ``gap``: the rows lie k + gap apart, the gaps full of
+    values the kernel must not read (NaN and huge numbers)."""
     m, exe = host
     rows, k = x.shape
     kpad = -(-k // 16) * 16
+    wide = np.full((rows, k + gap), np.nan)
+    wide[:, k:k + gap // 2] = 2.0 ** 1000
+    wide[:, :k] = x
     src, dst = tmp_path / "in.bin", tmp_path / "out.bin"
     with open(src, "wb") as f:
-        np.array([rows, k, kpad, width or 0, int(nearest)], dtype=np.int64).tofile(f)
-        np.ascontiguousarray(x, dtype=np.float64).tofile(f)
+        np.array([rows, k, kpad, width or 0, int(nearest), k + gap], dtype=np.int64).tofile(f)
+        wide.tofile(f)
         np.asarray(beta, dtype=np.int64).tofile(f)
         numpy_backend.pow2_table(m).astype(np.float64).tofile(f)
     subprocess.run([exe, str(src), str(dst)], check=True)
@@ -97,10 +103,12 @@ def adversarial(rng, rows=24):
     return x, beta
 
 
-@pytest.mark.parametrize("width,nearest", [(None, False), (None, True), (64, False), (100, False)])
-def test_residues_match_numpy(host, tmp_path, rng, width, nearest):
+@pytest.mark.parametrize("width,nearest,gap", [(None, False, 0), (None, True, 0), (64, False, 0), (100, False, 0),
+                                               (None, True, 29)])
+def test_residues_match_numpy(host, tmp_path, rng, width, nearest, gap):
+    """gap 29: rows read in place inside wider rows (a complex operand's [Re | Im] halves)."""
     x, beta = adversarial(rng)
-    got = run(host, tmp_path, x, beta, width, nearest)
+    got = run(host, tmp_path, x, beta, width, nearest, gap)
     want = numpy_backend.residues(x, beta, width, host[0], nearest)
     k = x.shape[1]
     assert np.array_equal(got[:, :, :k], want)

@@ -6,7 +6,8 @@
 // q * 2**s with q < 2**53; its residue modulo p, negated for negative x, in the
 // symmetric range [-floor(p/2), ceil(p/2) - 1].
 //
-// out has shape (NMOD, rows, kpad), row-major; columns k..kpad-1 are zero so
+// x holds ``rows`` rows of k entries, ``ld`` apart (>= k: a complex operand's parts are the
+// halves of its [Re | Im] rows, read in place).  out has shape (NMOD, rows, kpad), row-major; columns k..kpad-1 are zero so
 // that the int8 GEMMs can run on a padded inner dimension.  Each thread does
 // eight consecutive columns of one row and writes their eight bytes per modulus
 // (in two four-byte halves on the five-piece path): one read of x, one write of
@@ -24,6 +25,15 @@
 // wide build: 80, under its launch bounds below).
 #ifndef WIDE_DIGITS
 #define WIDE_DIGITS 0
+#endif
+
+// MODULI_UNROLL (cupy_backend.residue_unroll): the three-piece loop over the moduli
+// unrolled that many at a time (constants at a run-time index below NMOD).  Fully
+// unrolled, ptxas (CUDA 13.0) keeps 72 registers from 16 moduli on but 116-160 at 11-15
+// (it interleaves the moduli), where one block of 256 threads an SM fits: the residue
+// pass at n = 16384 took 8.04 ms at 14 moduli against 4.73 at 16 (runs 5e6f825, df12626).
+#ifndef MODULI_UNROLL
+#define MODULI_UNROLL NMOD
 #endif
 
 #include "modular.cuh"
@@ -113,8 +123,9 @@ __device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)
 #pragma unroll
     for (int j = 0; j < CH; ++j) pieces<NP>(q[J0 + j], s[J0 + j], neg[J0 + j], v[j]);
     // (five pieces: a loop over the moduli; unrolled, the compiler held all of their
-    // constants in registers at once, 194 registers and spills)
-    constexpr int UNROLL = NP > 3 ? 1 : NMOD;
+    // constants in registers at once, 194 registers and spills.  Three pieces: unrolled
+    // MODULI_UNROLL at a time, NMOD by default; see that define.)
+    constexpr int UNROLL = NP > 3 ? 1 : MODULI_UNROLL;
 #pragma unroll UNROLL
     for (int i = 0; i < NMOD; ++i) {
         union { signed char c[CH]; typename Bytes<CH>::type u; } pack;
@@ -133,8 +144,8 @@ __device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)
 #else
 #define RESIDUES_BOUNDS
 #endif
-extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x, long long rows, long long k,
-                                    long long kpad, const long long* __restrict__ beta, int width,
+extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x, long long ld,
+                                    long long rows, long long k, long long kpad, const long long* __restrict__ beta, int width,
                                     int nearest,
                                     const double* __restrict__ pow2,     // (NMOD, MAX_SHIFT)
                                     signed char* __restrict__ out) {
@@ -157,7 +168,7 @@ extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x
         int smax = 0;                   // the largest shift: the pieces the digits need
 #pragma unroll
         for (int j = 0; j < PER_THREAD; ++j) {
-            double v = (col + j < k) ? x[row * k + col + j] : 0.0;
+            double v = (col + j < k) ? x[row * ld + col + j] : 0.0;
             digit(v, b, width, nearest, neg[j], q[j], s[j]);
             smax = max(smax, s[j]);
         }

@@ -7,7 +7,9 @@
 //   CEIL_BITS > 0: e[r] = CEIL_BITS - frexp_exponent(amax), c = ceil(|x| 2**e)
 //             (1 for nonzero values that underflow; 0 for zeros and non-finite),
 //             so 0 <= c <= 2**CEIL_BITS; then
-//   WRITE_HAT   hat[r, j] = c as int8 (CEIL_BITS = 6), zero-padded to kpad
+//   WRITE_HAT   hat[r, j] = c as int8 (CEIL_BITS = 6), zero-padded to kpad; with
+//               HAT_HALVES (complex rows [Re | Im], CEIL_BITS = 5) the halves' ceilings
+//               added instead, hat[r, j] = c[j] + c[j + k / 2], j < k / 2 (kpad: of k / 2)
 //   SUM_SQUARES sumsq[r] = sum c**2 in int64: exact, so order-free
 //   SUM_CEILINGS sumsq[r] = sum c instead (certified mode's bound of sum |x|)
 // Everything is an integer or a maximum: the result does not depend on the
@@ -71,6 +73,9 @@ extern "C" __global__ void scan_rows(const double* __restrict__ x, long long row
     f = row_reduce(f, sflag, OrOp());
     if (active && lane == 0) { amax[r] = m; flags[r] = (signed char)f; }
 #if CEIL_BITS > 0
+    auto ceiling = [](double v, int e) {
+        return (isfinite(v) && v != 0.0) ? fmax(ceil(ldexp(fabs(v), e)), 1.0) : 0.0;
+    };
     int fe;
     frexp(m, &fe);
     if (m == 0.0) fe = 0;
@@ -78,10 +83,13 @@ extern "C" __global__ void scan_rows(const double* __restrict__ x, long long row
     if (active && lane == 0) e_out[r] = e;
     long long acc = 0;
     const long long kp = active ? kpad : 0;
+#ifdef HAT_HALVES
+    const long long half = k / 2;
+    for (long long j = lane; j < kp; j += ROW_THREADS)
+        hat[r * kpad + j] = (signed char)(int)(j < half ? ceiling(row[j], e) + ceiling(row[j + half], e) : 0.0);
+#else
     for (long long j = lane; j < kp; j += ROW_THREADS) {
-        double v = j < k ? row[j] : 0.0;
-        double c = 0.0;
-        if (isfinite(v) && v != 0.0) c = fmax(ceil(ldexp(fabs(v), e)), 1.0);
+        double c = ceiling(j < k ? row[j] : 0.0, e);
 #ifdef WRITE_HAT
         hat[r * kpad + j] = (signed char)(int)c;
 #endif
@@ -92,6 +100,7 @@ extern "C" __global__ void scan_rows(const double* __restrict__ x, long long row
         acc += (long long)c;
 #endif
     }
+#endif
 #if defined(SUM_SQUARES) || defined(SUM_CEILINGS)
     acc = row_reduce(acc, ssum, SumOp());
     if (active && lane == 0) sumsq[r] = acc;
