@@ -183,8 +183,7 @@ RESIDUE_UNROLL = int(os.environ["OZAKI_RESIDUE_UNROLL"]) if os.environ.get("OZAK
 
 
 def _num_regs(kern):
-    driver = cupy.cuda.driver
-    return driver.funcGetAttribute(getattr(driver, "CU_FUNC_ATTRIBUTE_NUM_REGS", 4), kern.ptr)
+    return kern.num_regs              # RawKernel's (RawModule.get_function), compiling it if not yet
 
 
 @functools.lru_cache(maxsize=None)
