@@ -85,11 +85,14 @@
 #   s10b      the residue kernel's moduli loop (a loop where unrolled it takes over 80 registers) and complex
 #             operands read in place: their GPU tests, the residue pass swept over builds at 12-20 moduli,
 #             ZGEMM 8192 and its time per kernel, the squares at 8192 and 16384, the FFT's same-bits tests
+#   s10c      the epilogue writing a complex result's parts in place (complex_of): every GPU backend test,
+#             the certified, exact-by-test, float32, FFT same-bits, dask and API tests; ZGEMM 2048-8192 at
+#             16, 15 and 14 moduli and its time per kernel at 15
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -252,6 +255,14 @@ elif [ "$profile" = s10a ]; then
         --paths auto cutlass cublas --families normal --no-emulated --samples 12 --repeats 5 --modes accurate \
         --out "$W/gemm_skinny.json"
     stage kernels_16384_accurate_14 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 14
+elif [ "$profile" = s10c ]; then
+    stage zgemm 120 python3 -m bench.gemm --sizes 2048 4096 8192 --families complex --no-emulated --samples 12 \
+        --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
+    stage kernels_z8192_accurate_15 45 python3 -m bench.kernel_times zmatmul 8192 --mode accurate:15 --top 12
+    gpu_tests gpu_backend 200 tests/backends/test_cupy_backend.py tests/backends/test_cupy_float32.py \
+        tests/test_certified.py tests/test_exact_by_test.py tests/backends/test_fused.py -k "not crossover"
+    gpu_tests gpu_rest 150 tests/fft/test_fft_gpu.py tests/test_dask.py tests/test_api.py tests/test_float32.py \
+        -k "same_bits or dask or gpu or cupy or float32 or complex"
 elif [ "$profile" = s10b ]; then
     gpu_tests gpu_changed 150 tests/backends/test_cupy_backend.py tests/backends/test_fused.py \
         -k "residues or complex or stacks_and_broadcast or same_bits_adversarial"

@@ -378,7 +378,7 @@ def _block_epilogue(S, beta_a, beta_b, flags_a, flags_b, sizes, complex_, dtype)
     del R, products
     found = _found(xp, flags_a, flags_b)
     outs = [_apply_ieee(xp, c, S[pairs * h * mods + o], found).astype(part, copy=False) for o, c in enumerate(outs)]
-    return scheme._complex(xp, *outs) if complex_ else outs[0]
+    return be.complex_of(*outs) if complex_ else outs[0]
 
 
 def _zeros_block(a, b, dtype):

@@ -1016,7 +1016,7 @@ def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate
         C = _certify(backend, A, B, C, A_plan, Bt_plan, plan, batch,
                      lambda a, b: matmul_stack(a, b, "exact", None, backend, workspace, substrate, path, out_dtype,
                                                by_test=False), residuals)
-    return _complex(xp, *C) if complex_ else C[0]
+    return backend.complex_of(*C) if complex_ else C[0]
 
 
 # ------------------------------------------------------------ prepared operands --
@@ -1231,10 +1231,3 @@ class Prepared:
         return [[r[:m, rows] for r in part] for part in self._ready.residues(plan)]    # views: read in place
 
 
-def _complex(xp, re, im):
-    """re + i im without arithmetic (which would turn inf * 1j into NaNs): complex128
-    from float64 parts, complex64 from float32 parts."""
-    out = xp.empty(re.shape, dtype=np.result_type(re.dtype, np.complex64))
-    out.real = re
-    out.imag = im
-    return out

@@ -176,8 +176,11 @@ def _wide_digits(m, width, k):
 # The three-piece loop over the moduli (residues.cu, MODULI_UNROLL) is unrolled fully
 # unless ptxas then takes more than RESIDUE_REGISTERS registers (three blocks of 256
 # threads an SM), as CUDA 13.0's does at 11-15 moduli (116-160; 72 from 16 on): then it
-# is a loop, one modulus at a time (72).  RESIDUE_UNROLL (OZAKI_RESIDUE_UNROLL=N) forces
-# N at a time, 0 fully unrolled (bench.residue_pass's sweep).
+# is a loop over two moduli at a time (80).  At n = 16384 (run 54dc438, bench.residue_pass)
+# 14 moduli took 4.10 ms fully unrolled, 2.79 one at a time, 2.71 two at a time; 15: 4.23,
+# 2.93, 2.83; at 16 and 20 the full unroll (72) was the fastest: 2.52 against 3.06 and
+# 2.96 ms; 2.86 against 3.55 and 3.49.  RESIDUE_UNROLL (OZAKI_RESIDUE_UNROLL=N) forces N
+# at a time, 0 fully unrolled (that sweep).
 RESIDUE_REGISTERS = 80
 RESIDUE_UNROLL = int(os.environ["OZAKI_RESIDUE_UNROLL"]) if os.environ.get("OZAKI_RESIDUE_UNROLL") else None
 
@@ -194,7 +197,7 @@ def _residues_kernel(m, wide, device, unroll):
         return _kernel("residues.cu", "residues", defines + (("MODULI_UNROLL", min(unroll, m) or m),), device, (m,))
     kern = _kernel("residues.cu", "residues", defines + (("MODULI_UNROLL", m),), device, (m,))
     if _num_regs(kern) > RESIDUE_REGISTERS:
-        kern = _kernel("residues.cu", "residues", defines + (("MODULI_UNROLL", 1),), device, (m,))
+        kern = _kernel("residues.cu", "residues", defines + (("MODULI_UNROLL", 2),), device, (m,))
     return kern
 
 
@@ -631,17 +634,37 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     if residual:
         defines += (("RESIDUAL", 1),)
     kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
-    outs = [cupy.empty((rows, cols), dtype=out_dtype) for _ in range(2 if complex_ else 1)]
-    rhos = [cupy.empty((rows, cols), dtype=cupy.float64) for _ in outs] if residual else [np.uint64(0)]
+    if complex_:           # the parts written into one complex array (complex_of returns it, no copy)
+        whole = cupy.empty((rows, cols), dtype=np.result_type(out_dtype, np.complex64)).view(out_dtype)
+        outs = [whole[:, 0::2], whole[:, 1::2]]
+        pairs = cupy.empty((rows, 2 * cols), dtype=cupy.float64) if residual else None
+        rhos = [pairs[:, 0::2], pairs[:, 1::2]] if residual else [np.uint64(0)]
+    else:
+        outs = [cupy.empty((rows, cols), dtype=out_dtype)]
+        rhos = [cupy.empty((rows, cols), dtype=cupy.float64)] if residual else [np.uint64(0)]
+    step = 2 if complex_ else 1
     one, table = _operands(arrays, npairs > 1)
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
     grid, block = _grid(rows * cols, 128)
     kern(grid, block, one + (table, np.int32(npairs), np.int64(rows), np.int64(cols), np.int64(mod_stride),
                              np.int64(row_stride), shift_table,
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
-                       cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(cols),
-                       rhos[0], rhos[-1]))
+                       cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(step * cols),
+                       np.int64(step), rhos[0], rhos[-1]))
     return outs + rhos if residual else outs
+
+
+def complex_of(re, im):
+    """As numpy_backend.complex_of; parts that are already the real and imaginary parts of
+    one C-ordered complex array (the epilogue's, written in place) give that array."""
+    cdt = np.result_type(re.dtype, np.complex64)
+    s = re.itemsize
+    c_order = tuple(int(np.prod(re.shape[i + 1:])) * 2 * s for i in range(re.ndim))
+    if (re.dtype == im.dtype and re.shape == im.shape and re.size and im.data.ptr == re.data.ptr + s
+            and all(a == b or n == 1 for a, b, n in zip(re.strides, c_order, re.shape))
+            and all(a == b or n == 1 for a, b, n in zip(im.strides, c_order, im.shape))):
+        return cupy.ndarray(re.shape, dtype=cdt, memptr=re.data, strides=c_order)
+    return numpy_backend.complex_of(re, im, xp=cupy)
 
 
 # ---------------------------------------------------------------------------

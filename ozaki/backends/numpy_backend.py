@@ -77,6 +77,15 @@ def row_bits(x, xp=np):
     return xp.where(zero_row, 0, top), xp.where(zero_row, 0, lsb)
 
 
+def complex_of(re, im, xp=np):
+    """re + i im without arithmetic (which would turn inf * 1j into NaNs): complex128
+    from float64 parts, complex64 from float32 parts."""
+    out = xp.empty(re.shape, dtype=np.result_type(re.dtype, np.complex64))
+    out.real = re
+    out.imag = im
+    return out
+
+
 def transposed(x):
     """x.T as a C-contiguous array."""
     return np.ascontiguousarray(x.T)

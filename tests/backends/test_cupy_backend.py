@@ -117,6 +117,23 @@ def test_complex_stacks_and_views_same_bits(rng, mode):
         assert same_bits(want, cupy.asnumpy(ozaki.matmul(a(Xd), b(Xd), mode=mode)))
 
 
+def test_complex_of(rng):
+    """The epilogue's parts, written into one complex array, are that array (no copy); any
+    other parts (separate, or strided views of another layout) are copied, values equal."""
+    import cupy
+    from ozaki.backends import cupy_backend
+    Z = cupy.asarray(inputs.normal(rng, (7, 9)) + 1j * inputs.normal(rng, (7, 9)))
+    whole = cupy_backend.complex_of(Z.real[None], Z.imag[None])
+    assert whole.shape == (1, 7, 9) and whole.data.ptr == Z.data.ptr
+    for re, im in [(Z.real.copy(), Z.imag.copy()), (Z.real[:, ::2], Z.imag[:, ::2]), (Z.imag, Z.real),
+                   (Z.real.T, Z.imag.T)]:
+        c = cupy_backend.complex_of(re, im)
+        assert c.data.ptr != Z.data.ptr
+        assert cupy.array_equal(c.real, re) and cupy.array_equal(c.imag, im)
+    F = cupy.asarray(inputs.normal(rng, (3, 4)) + 1j * inputs.normal(rng, (3, 4))).astype(cupy.complex64)
+    assert cupy_backend.complex_of(F.real, F.imag).dtype == cupy.complex64
+
+
 def test_complex_same_bits_large(rng):
     A = inputs.normal(rng, (1024, 1024)) + 1j * inputs.normal(rng, (1024, 1024))
     B = inputs.normal(rng, (1024, 1024)) + 1j * inputs.normal(rng, (1024, 1024))

@@ -2,6 +2,8 @@
 // (int32/int64, or their int8 residues from residue_gemm.cu) modulo p, CRT each
 // slice pair into exact 32-bit limbs, add the pairs into a Kulisch accumulator
 // at their shifts, round once to OUT_T at 2**(beta_a[i] + beta_b[j]).
+// The outputs (and residuals) lie out_stride apart a row and out_step a column: 2 for a
+// complex result's parts written in place (out1 = out0 + 1), no copy into the complex array.
 // Complex products (COMPLEX): each pair brings the three Karatsuba products
 // P1 = Ar Br, P2 = Ai Bi, P3 = (Ar + Ai)(Br + Bi), and the kernel forms
 // Re = P1 - P2 and Im = P3 - P1 - P2 itself (exact in float64), reducing and
@@ -41,7 +43,7 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
                                     const long long* __restrict__ beta_a,
                                     const long long* __restrict__ beta_b,
                                     OUT_T* __restrict__ out0, OUT_T* __restrict__ out1,
-                                    long long out_stride,
+                                    long long out_stride, long long out_step,
                                     double* __restrict__ rho0, double* __restrict__ rho1) {
     // Every product array has shape (NMOD, rows, cols) with the same strides (in
     // elements; the last axis contiguous): they come from one GEMM routine.
@@ -103,7 +105,7 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
             for (int o = 0; o < NOUT; ++o) crt_lift(S[o], acc[o], sh);
         }
         long long e = beta_a[row] + beta_b[col];
-        long long at = row * out_stride + col;
+        long long at = row * out_stride + col * out_step;
         normalize(acc[0], LACC);
 #ifdef RESIDUAL
         out0[at] = round_to<LACC, OUT_T, true>(acc[0], e, rho0 + at);

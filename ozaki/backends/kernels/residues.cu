@@ -27,7 +27,7 @@
 #define WIDE_DIGITS 0
 #endif
 
-// MODULI_UNROLL (cupy_backend.residue_unroll): the three-piece loop over the moduli
+// MODULI_UNROLL (cupy_backend._residues_kernel): the three-piece loop over the moduli
 // unrolled that many at a time (constants at a run-time index below NMOD).  Fully
 // unrolled, ptxas (CUDA 13.0) keeps 72 registers from 16 moduli on but 116-160 at 11-15
 // (it interleaves the moduli), where one block of 256 threads an SM fits: the residue
