@@ -182,7 +182,16 @@ def _wide_digits(m, width, k):
 # 2.96 ms; 2.86 against 3.55 and 3.49.  RESIDUE_UNROLL (OZAKI_RESIDUE_UNROLL=N) forces N
 # at a time, 0 fully unrolled (that sweep).
 RESIDUE_REGISTERS = 80
-RESIDUE_UNROLL = int(os.environ["OZAKI_RESIDUE_UNROLL"]) if os.environ.get("OZAKI_RESIDUE_UNROLL") else None
+def _residue_unroll(text):
+    """OZAKI_RESIDUE_UNROLL's value: None (unset: the register rule), 0 or a positive count."""
+    if not text:
+        return None
+    if not text.isdigit():
+        raise ValueError(f"OZAKI_RESIDUE_UNROLL must be a count of moduli (0: all), not {text!r}")
+    return int(text)
+
+
+RESIDUE_UNROLL = _residue_unroll(os.environ.get("OZAKI_RESIDUE_UNROLL"))
 
 
 def _num_regs(kern):
@@ -319,6 +328,9 @@ SHORT_ROW = 1024
 def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, halves=False):
     """As numpy_backend.scan_rows, one block (or, for short rows, one warp) per row
     (kernels/scan_rows.cu); ``hat`` zero-padded to 16 columns."""
+    if halves and (sum_squares or sum_ceilings):
+        raise ValueError("scan_rows: halves=True does not combine with sum_squares or sum_ceilings")
+    halves = halves and hat           # the halves' sum is a form of hat: nothing to add without it
     rows, k = x.shape
     kpad = _padded(k // 2 if halves else k)
     amax = cupy.empty(rows, dtype=cupy.float64)
@@ -601,6 +613,31 @@ _OUT_T = {np.dtype(np.float64): "double", np.dtype(np.float32): "float"}
 _PROD_T = {np.dtype(np.int8): "signed char", np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
 
 
+# Adjacent outputs a thread of the epilogue (VEC, kernels/epilogue.cu), one slice pair:
+# (most moduli, VEC) for real and complex products, the first that fits.  Four real outputs
+# at 14 moduli take 404 SASS instructions an output against 728 for one (96 registers),
+# 474 against 832 at 16 (124); two complex 1088 against 1328 at 16 moduli (128 registers);
+# beyond, the registers pass 128 (ptxas, CUDA 13.0, sm_90a).  OZAKI_EPILOGUE_VEC=1 turns it off.
+EPILOGUE_VEC = {False: ((22, 4), (32, 2)), True: ((16, 2),)}
+
+
+def _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride):
+    """The epilogue's VEC for these product stacks: 1 unless one slice pair, and cols, the
+    strides and every base pointer are multiples of it (the kernel's aligned pack loads)."""
+    forced = os.environ.get("OZAKI_EPILOGUE_VEC")
+    if forced and forced not in ("1", "2", "4"):
+        raise ValueError(f"OZAKI_EPILOGUE_VEC must be 1, 2 or 4, not {forced!r}")
+    table = ((m, int(forced)),) if forced else EPILOGUE_VEC[complex_]
+    if npairs != 1:
+        return 1
+    vec = next((v for most, v in table if m <= most), 1)
+    item = arrays[0].itemsize
+    while vec > 1 and (cols % vec or mod_stride % vec or row_stride % vec
+                       or any(P.data.ptr % (vec * item) for P in arrays)):
+        vec //= 2
+    return vec
+
+
 def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False):
     """CRT, Kulisch sum of slice pairs and one rounding to ``out_dtype`` (float64 or
     float32), in one kernel pass; ``residual``: the outputs' rounding residuals after
@@ -633,6 +670,9 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
         defines += (("COMPLEX", 1),)
     if residual:
         defines += (("RESIDUAL", 1),)
+    vec = _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride)
+    if vec > 1:
+        defines += (("VEC", vec),)
     kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
     if complex_:           # the parts written into one complex array (complex_of returns it, no copy)
         whole = cupy.empty((rows, cols), dtype=np.result_type(out_dtype, np.complex64)).view(out_dtype)
@@ -645,7 +685,7 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     step = 2 if complex_ else 1
     one, table = _operands(arrays, npairs > 1)
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
-    grid, block = _grid(rows * cols, 128)
+    grid, block = _grid(rows * cols // vec, 128)
     kern(grid, block, one + (table, np.int32(npairs), np.int64(rows), np.int64(cols), np.int64(mod_stride),
                              np.int64(row_stride), shift_table,
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
@@ -656,11 +696,13 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
 
 def complex_of(re, im):
     """As numpy_backend.complex_of; parts that are already the real and imaginary parts of
-    one C-ordered complex array (the epilogue's, written in place) give that array."""
+    one C-ordered complex array (the epilogue's, written in place) give that array: a view
+    of the parts' memory, no copy (so writing to it writes to them)."""
     cdt = np.result_type(re.dtype, np.complex64)
     s = re.itemsize
     c_order = tuple(int(np.prod(re.shape[i + 1:])) * 2 * s for i in range(re.ndim))
     if (re.dtype == im.dtype and re.shape == im.shape and re.size and im.data.ptr == re.data.ptr + s
+            and cdt.itemsize == 2 * s and re.data.ptr % cdt.itemsize == 0
             and all(a == b or n == 1 for a, b, n in zip(re.strides, c_order, re.shape))
             and all(a == b or n == 1 for a, b, n in zip(im.strides, c_order, im.shape))):
         return cupy.ndarray(re.shape, dtype=cdt, memptr=re.data, strides=c_order)

@@ -132,6 +132,13 @@ def test_complex_of(rng):
         assert cupy.array_equal(c.real, re) and cupy.array_equal(c.imag, im)
     F = cupy.asarray(inputs.normal(rng, (3, 4)) + 1j * inputs.normal(rng, (3, 4))).astype(cupy.complex64)
     assert cupy_backend.complex_of(F.real, F.imag).dtype == cupy.complex64
+    # interleaved parts one float64 off a complex128's alignment: copied, not viewed
+    buf = cupy.asarray(inputs.normal(rng, 128))
+    re, im = buf[1:127:2].reshape(7, 9), buf[2:128:2].reshape(7, 9)
+    assert im.data.ptr == re.data.ptr + 8 and re.strides == (144, 16)
+    c = cupy_backend.complex_of(re, im)
+    assert c.data.ptr % 16 == 0 and c.data.ptr != re.data.ptr
+    assert cupy.array_equal(c.real, re) and cupy.array_equal(c.imag, im)
 
 
 def test_complex_same_bits_large(rng):
@@ -205,52 +212,53 @@ def _representatives(rng, values, ps, top):
     return r
 
 
-@pytest.mark.parametrize("m", [2, 16, 17, 49])
-@pytest.mark.parametrize("shape,dtype,pairs", [((33, 61), np.int32, 1), ((64, 48), np.int32, 1),
-                                                ((16, 20), np.int64, 1), ((9, 12), np.int64, 3),
-                                                ((37, 45), np.int8, 1), ((5, 70), np.int8, 2)])
-@pytest.mark.parametrize("complex_", [False, True])
-def test_epilogue_kernel(rng, m, shape, dtype, pairs, complex_):
-    """Products at the int32 / 2**50 extremes, residues of values up to the CRT bound; complex:
-    Karatsuba triples whose P1 - P2 and P3 - P1 - P2 are such values; int8: the residue
-    GEMM's symmetric residues."""
-    import cupy
+def _pair_products(rng, m, size, dtype, complex_):
+    """One slice pair's product stacks (m, size) as int64: residues of values up to the CRT
+    bound (the first four: bound, -bound, 0, bound - 1) at representatives up to the int32 /
+    2**50 extremes; complex: Karatsuba triples whose P1 - P2 and P3 - P1 - P2 are such
+    values; int8: the residue GEMM's symmetric residues."""
     from ozaki import crt
-    from ozaki.backends import cupy_backend, numpy_backend
     ps = np.array(crt.moduli(m))
     top = 2 ** 31 - 1 if dtype == np.int32 else 2 ** 50
     bound = crt.crt_bound(m)
-    size = int(np.prod(shape))
 
     def values():
         v = [int(x) * bound // 2 ** 62 for x in rng.integers(-2 ** 62, 2 ** 62, size)]
         v[:4] = [bound, -bound, 0, bound - 1]
         return v
 
-    products = []
-    for _ in range(pairs):
-        if dtype == np.int8:
-            re, im = values(), values()
-            if not complex_:
-                products.append((inputs.symmetric_residues(np.tile(re, (m, 1)), ps[:, None]).astype(np.int64),))
-                continue
-            P1 = inputs.symmetric_residues(rng.integers(-128, 128, (m, size)), ps[:, None])
-            P2 = inputs.symmetric_residues(P1 - np.array(re, dtype=object), ps[:, None])
-            P3 = inputs.symmetric_residues(np.array(im, dtype=object) + P1 + P2, ps[:, None])
-            products.append(tuple(P.astype(np.int64) for P in (P1, P2, P3)))
-            continue
-        if not complex_:
-            products.append((_representatives(rng, values(), ps, top),))
-            continue
+    if dtype == np.int8:
         re, im = values(), values()
-        P1 = _representatives(rng, [0] * size, ps, top)
-        P2 = _representatives(rng, [0] * size, ps, top)
-        P2 = P2 - (P2 - (P1 - np.array(re, dtype=object) % ps[:, None]).astype(np.int64)) % ps[:, None]
-        P3 = _representatives(rng, [0] * size, ps, top)
-        want3 = (np.array(im, dtype=object) + P1 + P2) % ps[:, None]
-        P3 = P3 - (P3 - want3.astype(np.int64)) % ps[:, None]
-        assert ((P1 - P2 - np.array(re, dtype=object)) % ps[:, None] == 0).all()
-        products.append((P1, P2, P3))
+        if not complex_:
+            return (inputs.symmetric_residues(np.tile(re, (m, 1)), ps[:, None]).astype(np.int64),)
+        P1 = inputs.symmetric_residues(rng.integers(-128, 128, (m, size)), ps[:, None])
+        P2 = inputs.symmetric_residues(P1 - np.array(re, dtype=object), ps[:, None])
+        P3 = inputs.symmetric_residues(np.array(im, dtype=object) + P1 + P2, ps[:, None])
+        return tuple(P.astype(np.int64) for P in (P1, P2, P3))
+    if not complex_:
+        return (_representatives(rng, values(), ps, top),)
+    re, im = values(), values()
+    P1 = _representatives(rng, [0] * size, ps, top)
+    P2 = _representatives(rng, [0] * size, ps, top)
+    P2 = P2 - (P2 - (P1 - np.array(re, dtype=object) % ps[:, None]).astype(np.int64)) % ps[:, None]
+    P3 = _representatives(rng, [0] * size, ps, top)
+    want3 = (np.array(im, dtype=object) + P1 + P2) % ps[:, None]
+    P3 = P3 - (P3 - want3.astype(np.int64)) % ps[:, None]
+    assert ((P1 - P2 - np.array(re, dtype=object)) % ps[:, None] == 0).all()
+    return (P1, P2, P3)
+
+
+@pytest.mark.parametrize("m", [2, 16, 17, 49])
+@pytest.mark.parametrize("shape,dtype,pairs", [((33, 61), np.int32, 1), ((64, 48), np.int32, 1),
+                                                ((16, 20), np.int64, 1), ((9, 12), np.int64, 3),
+                                                ((37, 45), np.int8, 1), ((5, 70), np.int8, 2)])
+@pytest.mark.parametrize("complex_", [False, True])
+def test_epilogue_kernel(rng, m, shape, dtype, pairs, complex_):
+    """The GPU epilogue against numpy_backend.epilogue on _pair_products' adversarial stacks."""
+    import cupy
+    from ozaki.backends import cupy_backend, numpy_backend
+    size = int(np.prod(shape))
+    products = [_pair_products(rng, m, size, dtype, complex_) for _ in range(pairs)]
     products = [tuple(P.reshape((m,) + shape).astype(dtype) for P in pair) for pair in products]
     shifts = list(range(pairs))
     ba, bb = rng.integers(-1100, 900, shape[0]), rng.integers(-1100, 900, shape[1])
@@ -338,6 +346,53 @@ def test_epilogue_reads_views(rng):
     got = cupy_backend.epilogue([(tile,)], [0], m, cupy.asarray(ba[4:20]), cupy.asarray(bb[8:16]))[0]
     want = numpy_backend.epilogue([(cpu[:, 4:20, 8:16],)], [0], m, ba[4:20], bb[8:16])[0]
     assert same_bits(cupy.asnumpy(got), want)
+
+
+@pytest.mark.parametrize("forced", [None, "1", "2", "4"])
+@pytest.mark.parametrize("dtype,m,complex_", [(np.int32, 14, False), (np.int8, 16, False), (np.int64, 22, False),
+                                              (np.int32, 16, True), (np.int8, 15, True)])
+def test_epilogue_vec(rng, monkeypatch, forced, dtype, m, complex_):
+    """Adjacent outputs a thread (VEC): the same bits as the CPU for tiles whose columns,
+    strides and base pointers allow each VEC and for ones that do not (an odd column
+    count, a base one element off the pack's alignment), which fall back to a smaller VEC."""
+    import cupy
+    from ozaki.backends import cupy_backend, numpy_backend
+    if forced:
+        monkeypatch.setenv("OZAKI_EPILOGUE_VEC", forced)
+    else:
+        monkeypatch.delenv("OZAKI_EPILOGUE_VEC", raising=False)
+    rows, cols = 24, 40
+    stacks = [P.reshape(m, rows, cols) for P in _pair_products(rng, m, rows * cols, dtype, complex_)]
+    ba, bb = rng.integers(-90, -40, rows), rng.integers(-20, 0, cols)
+    tiles = {"whole": (slice(None), slice(None)), "offset": (slice(1, 23), slice(1, 37)),
+             "odd": (slice(0, 24), slice(4, 37)), "pair": (slice(2, 22), slice(2, 38))}
+    for name, (r, c) in tiles.items():
+        cpu = [S[:, r, c].astype(dtype) for S in stacks]
+        gpu = [cupy.asarray(S.astype(dtype))[:, r, c] for S in stacks]
+        ncols = gpu[0].shape[2]
+        vec = cupy_backend._epilogue_vec(gpu, m, complex_, 1, ncols, gpu[0].strides[0] // gpu[0].itemsize,
+                                         gpu[0].strides[1] // gpu[0].itemsize)
+        want_vec = int(forced) if forced else dict(cupy_backend.EPILOGUE_VEC[complex_])[
+            next(most for most, _ in cupy_backend.EPILOGUE_VEC[complex_] if m <= most)]
+        if name == "whole":
+            assert vec == want_vec, (name, vec)
+        elif name in ("offset", "odd"):
+            assert vec == 1, (name, vec)          # one element off, or 33 columns
+        else:
+            assert vec == min(want_vec, 2), (name, vec)
+        got = cupy_backend.epilogue([tuple(gpu)], [0], m, cupy.asarray(ba[r]), cupy.asarray(bb[c]))
+        want = numpy_backend.epilogue([tuple(cpu)], [0], m, ba[r], bb[c])
+        for g, w in zip(got, want):
+            assert same_bits(cupy.asnumpy(g), w), (name, vec)
+
+
+def test_epilogue_vec_rejects_bad_override(monkeypatch):
+    import cupy
+    from ozaki.backends import cupy_backend
+    monkeypatch.setenv("OZAKI_EPILOGUE_VEC", "3")
+    P = cupy.zeros((14, 4, 8), dtype=cupy.int32)
+    with pytest.raises(ValueError, match="OZAKI_EPILOGUE_VEC"):
+        cupy_backend.epilogue([(P,)], [0], 14, cupy.zeros(4, dtype=cupy.int64), cupy.zeros(8, dtype=cupy.int64))
 
 
 def test_runs_on_the_current_stream(rng):

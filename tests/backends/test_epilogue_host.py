@@ -111,23 +111,30 @@ CONFIGS = [(False, np.int32, 1, 16, np.float64, False), (False, np.int32, 2, 2, 
            (True, np.int32, 1, 14, np.float32, True), (True, np.int32, 2, 16, np.float64, False),
            (True, np.int64, 1, 49, np.float64, True), (True, np.int64, 3, 2, np.float64, True),
            (True, np.int8, 1, 16, np.float64, False), (True, np.int8, 2, 17, np.float32, True)]
+# VEC adjacent outputs a thread (one slice pair; each with VEC 1 above too): the product
+# types, real and complex, RESIDUAL in both states, up to the 22 moduli the host builds VEC 4 for.
+CONFIGS = [c + (1,) for c in CONFIGS] + [
+    (False, np.int32, 1, 14, np.float64, True, 4), (False, np.int64, 1, 22, np.float32, False, 4),
+    (False, np.int8, 1, 16, np.float64, False, 2), (True, np.int32, 1, 16, np.float64, True, 2),
+    (True, np.int8, 1, 14, np.float32, False, 2), (True, np.int64, 1, 15, np.float64, False, 2)]
 # The pairs' shifts in limbs: out of order and with a gap, so a pair read at another's
 # shift (or all at one) lands elsewhere.
 SHIFTS = {1: [0], 2: [2, 0], 3: [1, 3, 0]}
 
 
 def config_id(c):
-    complex_, dtype, pairs, m, out_dtype, residual = c
+    complex_, dtype, pairs, m, out_dtype, residual, vec = c
     return (f"{'complex' if complex_ else 'real'}-{np.dtype(dtype).name}-pairs{pairs}-m{m}-"
-            f"{np.dtype(out_dtype).name}{'-rho' if residual else ''}")
+            f"{np.dtype(out_dtype).name}{'-rho' if residual else ''}{f'-vec{vec}' if vec > 1 else ''}")
 
 
-def defines(complex_, dtype, pairs, m, out_dtype, residual):
+def defines(complex_, dtype, pairs, m, out_dtype, residual, vec):
     """cupy_backend.epilogue's compile-time defines."""
     LP = crt.crt_constants(m).L
     d = [("PROD_T", PROD_T[np.dtype(dtype)]), ("NMOD", m), ("LP", LP),
          ("LACC", LP if pairs == 1 else LP + max(SHIFTS[pairs]) + 1), ("OUT_T", OUT_T[np.dtype(out_dtype)])]
     d += [("SINGLE_PAIR", 1)] * (pairs == 1) + [("COMPLEX", 1)] * complex_ + [("RESIDUAL", 1)] * residual
+    d += [("VEC", vec)] * (vec > 1)
     return "".join(f"#define {k} {v}\n" for k, v in d)
 
 
@@ -245,13 +252,15 @@ def exponents(rng, m, pairs, shape, out_dtype):
     return ba, rng.integers(-6, 7, cols).astype(np.int64)
 
 
-def run(host, tmp_path, products, shifts, ba, bb, gap=(3, 5, 4)):
+def run(host, tmp_path, products, shifts, ba, bb):
     """The kernel's outputs [C] or [Re, Im] (and their residuals with RESIDUAL).  The stacks
-    lie gap[0] elements apart a row and gap[1] a modulus beyond their size, the padding
-    holding large values (read, they would change the sums); the outputs lie gap[2] elements apart a row beyond
+    lie gap[0] elements apart a row and gap[1] a modulus beyond their size (multiples of
+    VEC, as the host requires for its aligned loads), the padding holding large values
+    (read, they would change the sums); the outputs lie gap[2] elements apart a row beyond
     their step * cols, the output buffers full of a NaN pattern that must stay where
     nothing is written."""
-    (complex_, dtype, pairs, m, out_dtype, residual), exe = host
+    (complex_, dtype, pairs, m, out_dtype, residual, vec), exe = host
+    gap = (3, 5, 4) if vec == 1 else (vec, 2 * vec, 4)
     rows, cols = ba.size, bb.size
     row_stride = cols + gap[0]
     mod_stride = rows * row_stride + gap[1]
@@ -302,7 +311,7 @@ def same(want, got):
 
 
 def test_epilogue_matches_numpy(host, tmp_path, rng):
-    complex_, dtype, pairs, m, out_dtype, residual = host[0]
+    complex_, dtype, pairs, m, out_dtype, residual, vec = host[0]
     shape = (16, 20)              # columns 12-19 drawn at random (values)
     products = [pair_products(rng, m, shape, dtype, complex_) for _ in range(pairs)]
     shifts = SHIFTS[pairs]

@@ -18,6 +18,14 @@
 //   OUT_T        the output type, double (default) or float: the format rounded to
 //   RESIDUAL     defined: also each output's rounding residual x - RN(x), as double,
 //                into rho0 / rho1 (rounding.cuh; exact mode's test, Ziv's strategy)
+//   VEC          adjacent outputs of a row a thread (1, the default; 2 or 4 with
+//                SINGLE_PAIR): one aligned load of VEC products a stack and modulus,
+//                and each modulus' constants and 64-bit addresses shared by the VEC
+//                outputs.  One output a thread is issue-bound (728 SASS instructions
+//                an output at 14 moduli, of them 222 integer address operations and
+//                96 constant loads: 7.75 ms at n = 16384 against 3.6 at the copy
+//                roof, run 54dc438).  The host picks VEC where cols, the strides and
+//                the base pointers are multiples of it (cupy_backend._epilogue_vec).
 // and the constant tables MOD_P, MOD_INV, CRT_C (NMOD x LP limbs of c_i),
 // CRT_P (LP limbs of P) and CRT_INV_P from cupy_backend._constant_tables.
 
@@ -35,6 +43,16 @@
 #define NOUT 1
 #endif
 
+#ifndef VEC
+#define VEC 1
+#endif
+#if VEC != 1 && !defined(SINGLE_PAIR)
+#error "VEC > 1 needs SINGLE_PAIR (one Kulisch accumulator a output in registers)"
+#endif
+
+// VEC adjacent products, loaded at once (their address a multiple of the pack's size).
+template <typename T, int N> struct alignas(sizeof(T) * N) Pack { T v[N]; };
+
 extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PROD_T* p2,   // one pair's
                                     const PROD_T* const* __restrict__ prods,  // (npairs * NIN) pointers
                                     int npairs, long long rows, long long cols,
@@ -47,27 +65,32 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
                                     double* __restrict__ rho0, double* __restrict__ rho1) {
     // Every product array has shape (NMOD, rows, cols) with the same strides (in
     // elements; the last axis contiguous): they come from one GEMM routine.
-    for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < rows * cols;
+    const long long groups = cols / VEC;                  // cols % VEC == 0 (the host's choice)
+    for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < rows * groups;
          v += (long long)gridDim.x * blockDim.x) {
-        long long row = v / cols;
-        long long col = v - row * cols;
+        long long row = v / groups;
+        long long col = (v - row * groups) * VEC;
         long long idx = row * row_stride + col;
-        long long acc[NOUT][LACC];
+        long long acc[VEC][NOUT][LACC];
 #pragma unroll
-        for (int o = 0; o < NOUT; ++o)
+        for (int u = 0; u < VEC; ++u)
 #pragma unroll
-            for (int l = 0; l < LACC; ++l) acc[o][l] = 0;
+            for (int o = 0; o < NOUT; ++o)
+#pragma unroll
+                for (int l = 0; l < LACC; ++l) acc[u][o][l] = 0;
         for (int pair = 0; pair < npairs; ++pair) {
             // S = sum_i r_i c_i in float64 limbs.  r_i = x - p rint(x / p) is some
             // residue of the product x with |r_i| <= 1.5 p (|x| < 2**53: the
             // rounded quotient is off by at most one), or a real product's int8
             // residue as it is (|r_i| <= 128), so |r_i c_il| < 2**41 and the at
             // most 49 terms of a limb stay below 2**47: exact.
-            double S[NOUT][LP];
+            double S[VEC][NOUT][LP];
 #pragma unroll
-            for (int o = 0; o < NOUT; ++o)
+            for (int u = 0; u < VEC; ++u)
 #pragma unroll
-                for (int l = 0; l < LP; ++l) S[o][l] = 0.0;
+                for (int o = 0; o < NOUT; ++o)
+#pragma unroll
+                    for (int l = 0; l < LP; ++l) S[u][o][l] = 0.0;
             const PROD_T* p[NIN];
 #ifdef SINGLE_PAIR
             const PROD_T* one[3] = {p0, p1, p2};          // parameters: no table to copy to the device
@@ -79,22 +102,29 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
 #endif
 #pragma unroll
             for (int i = 0; i < NMOD; ++i) {
-                double x[NOUT];
+                Pack<PROD_T, VEC> y[NIN];
+#pragma unroll
+                for (int h = 0; h < NIN; ++h)
+                    y[h] = *reinterpret_cast<const Pack<PROD_T, VEC>*>(p[h] + i * mod_stride);
+#pragma unroll
+                for (int u = 0; u < VEC; ++u) {
+                    double x[NOUT];
 #ifdef COMPLEX
-                // |P| < 2**51 (k 2**14 with k below 2**37): the differences are exact.
-                double p1 = to_double(p[0][i * mod_stride]), p2 = to_double(p[1][i * mod_stride]);
-                x[0] = p1 - p2;
-                x[1] = to_double(p[2][i * mod_stride]) - p1 - p2;
+                    // |P| < 2**51 (k 2**14 with k below 2**37): the differences are exact.
+                    double p1 = to_double(y[0].v[u]), p2 = to_double(y[1].v[u]);
+                    x[0] = p1 - p2;
+                    x[1] = to_double(y[2].v[u]) - p1 - p2;
 #else
-                x[0] = to_double(p[0][i * mod_stride]);
+                    x[0] = to_double(y[0].v[u]);
 #endif
 #pragma unroll
-                for (int o = 0; o < NOUT; ++o)   // int8 residues of a real product are within
-                    // crt_add's range as they are.  (Skipping the reduction of their Karatsuba
-                    // differences, |x| <= 384, is exact too, but made fftn 256^3's complex
-                    // epilogue 3.5 -> 5.3 ms on the H200, runs 7a7d6fa, bdda360: ptxas then
-                    // scheduled the byte loads with fewer registers.)
-                    crt_add(S[o], (sizeof(PROD_T) == 1 && NIN == 1) ? x[o] : reduce_mod(x[o], i), i);
+                    for (int o = 0; o < NOUT; ++o)   // int8 residues of a real product are within
+                        // crt_add's range as they are.  (Skipping the reduction of their Karatsuba
+                        // differences, |x| <= 384, is exact too, but made fftn 256^3's complex
+                        // epilogue 3.5 -> 5.3 ms on the H200, runs 7a7d6fa, bdda360: ptxas then
+                        // scheduled the byte loads with fewer registers.)
+                        crt_add(S[u][o], (sizeof(PROD_T) == 1 && NIN == 1) ? x[o] : reduce_mod(x[o], i), i);
+                }
             }
 #ifdef SINGLE_PAIR
             const int sh = 0;                            // keeps acc in registers
@@ -102,23 +132,29 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
             int sh = shifts[pair];
 #endif
 #pragma unroll
-            for (int o = 0; o < NOUT; ++o) crt_lift(S[o], acc[o], sh);
+            for (int u = 0; u < VEC; ++u)
+#pragma unroll
+                for (int o = 0; o < NOUT; ++o) crt_lift(S[u][o], acc[u][o], sh);
         }
-        long long e = beta_a[row] + beta_b[col];
-        long long at = row * out_stride + col * out_step;
-        normalize(acc[0], LACC);
+        long long ea = beta_a[row];
+#pragma unroll
+        for (int u = 0; u < VEC; ++u) {
+            long long e = ea + beta_b[col + u];
+            long long at = row * out_stride + (col + u) * out_step;
+            normalize(acc[u][0], LACC);
 #ifdef RESIDUAL
-        out0[at] = round_to<LACC, OUT_T, true>(acc[0], e, rho0 + at);
+            out0[at] = round_to<LACC, OUT_T, true>(acc[u][0], e, rho0 + at);
 #else
-        out0[at] = round_to<LACC, OUT_T>(acc[0], e);
+            out0[at] = round_to<LACC, OUT_T>(acc[u][0], e);
 #endif
 #ifdef COMPLEX
-        normalize(acc[1], LACC);
+            normalize(acc[u][1], LACC);
 #ifdef RESIDUAL
-        out1[at] = round_to<LACC, OUT_T, true>(acc[1], e, rho1 + at);
+            out1[at] = round_to<LACC, OUT_T, true>(acc[u][1], e, rho1 + at);
 #else
-        out1[at] = round_to<LACC, OUT_T>(acc[1], e);
+            out1[at] = round_to<LACC, OUT_T>(acc[u][1], e);
 #endif
 #endif
+        }
     }
 }
