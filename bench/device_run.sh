@@ -88,11 +88,15 @@
 #   s10c      the epilogue writing a complex result's parts in place (complex_of): every GPU backend test,
 #             the certified, exact-by-test, float32, FFT same-bits, dask and API tests; ZGEMM 2048-8192 at
 #             16, 15 and 14 moduli and its time per kernel at 15
+#   s11a      the epilogue's VEC adjacent outputs a thread: its GPU tests (and every epilogue, complex_of and
+#             same-bits test of test_cupy_backend), the time per kernel at 16384 and 8192 (accurate:14) with
+#             and without VEC, the squares 4096-16384 and ZGEMM 8192 at 16, 15 and 14 moduli (paired)
+#   s11b      every GPU test in three timed groups (backends; fused; FFT, linalg, dask, API and the rest)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -255,6 +259,24 @@ elif [ "$profile" = s10a ]; then
         --paths auto cutlass cublas --families normal --no-emulated --samples 12 --repeats 5 --modes accurate \
         --out "$W/gemm_skinny.json"
     stage kernels_16384_accurate_14 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 14
+elif [ "$profile" = s11a ]; then
+    gpu_tests gpu_epilogue 150 tests/backends/test_cupy_backend.py -k "epilogue or complex_of or same_bits"
+    for n in 16384 8192; do
+        stage "kernels_${n}_vec" 45 python3 -m bench.kernel_times matmul $n --mode accurate:14 --top 8
+        stage "kernels_${n}_novec" 45 env OZAKI_EPILOGUE_VEC=1 python3 -m bench.kernel_times matmul $n \
+            --mode accurate:14 --top 4
+    done
+    stage gemm 200 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal --no-emulated --samples 12 \
+        --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
+    stage zgemm 80 python3 -m bench.gemm --sizes 8192 --families complex --no-emulated --samples 12 \
+        --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
+elif [ "$profile" = s11b ]; then
+    gpu_tests gpu_backend 170 tests/backends/test_cupy_backend.py tests/backends/test_cupy_float32.py \
+        tests/backends/test_graphs.py tests/backends/test_prepared_gpu.py tests/backends/test_residue_gemm.py
+    gpu_tests gpu_fused 170 tests/backends/test_fused.py
+    gpu_tests gpu_rest 200 tests/fft tests/linalg tests/test_dask.py tests/test_api.py tests/test_float32.py \
+        tests/test_certified.py tests/test_exact_by_test.py tests/test_complex.py tests/test_prepared.py \
+        tests/gemm tests/crt tests/reference
 elif [ "$profile" = s10c ]; then
     stage zgemm 120 python3 -m bench.gemm --sizes 2048 4096 8192 --families complex --no-emulated --samples 12 \
         --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
