@@ -270,6 +270,10 @@ elif [ "$profile" = s11a ]; then
         --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
     stage zgemm 80 python3 -m bench.gemm --sizes 8192 --families complex --no-emulated --samples 12 \
         --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
+    for v in auto 2; do    # the FFT's complex epilogues (26-27 moduli, one pair): VEC 1 by the table, 2 forced
+        stage "fft_vec$v" 50 env OZAKI_EPILOGUE_VEC=${v/auto/} \
+            python3 -m bench.fft --cubes 256 --batches 4096x1024 --sizes 65536 --repeats 2 --out "$W/fft_vec$v.json"
+    done
 elif [ "$profile" = s11b ]; then
     gpu_tests gpu_backend 170 tests/backends/test_cupy_backend.py tests/backends/test_cupy_float32.py \
         tests/backends/test_graphs.py tests/backends/test_prepared_gpu.py tests/backends/test_residue_gemm.py
@@ -513,6 +517,6 @@ for f in "$W"/ncu_residues_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .tx
 for f in "$W"/kernels_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; head -22 "$f"; }; done
 [ -f "$W/ncu.txt" ] && { echo "== ncu =="; grep -E "^  fused|Duration|Executed Instructions  |Registers Per|Issue Slots Busy|Achieved Occ" "$W/ncu.txt"; }
 [ -f "$W/fft_profile.txt" ] && { echo "== FFT profile =="; head -45 "$W/fft_profile.txt"; }
-ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_table.txt "$W"/fft_cublas.txt "$W"/fft_direct.txt "$W"/fft_auto.txt "$W"/fft_fused.txt "$W"/fft_e1500.txt "$W"/fft_e300.txt "$W"/fft_1024.txt 2>/dev/null | cut -c1-480; }
+ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_table.txt "$W"/fft_cublas.txt "$W"/fft_direct.txt "$W"/fft_auto.txt "$W"/fft_fused.txt "$W"/fft_e1500.txt "$W"/fft_e300.txt "$W"/fft_1024.txt "$W"/fft_vecauto.txt "$W"/fft_vec2.txt 2>/dev/null | cut -c1-480; }
 [ -f "$W/verify.txt" ] && { echo "== verify =="; grep -E "FAIL|fail|verify:" "$W/verify.txt" | tail -8; }
 } | tee "$OUT/summary.txt"
