@@ -34,9 +34,11 @@ uses array-module reductions); the backends implement ``split``, ``scan_rows``,
 ``bound_bottoms`` and ``flags_found`` (the plan's steps), ``residues``,
 ``add_residues`` (complex), ``gemm`` and ``epilogue``, ``row_bits`` (exact mode's
 per-row bit ranges), ``widen`` (exact float32
--> float64, used by the entry points before this module), ``choose_path``, and
-``zero_signs`` (ozaki.fft's sign rule of zero parts, in place) and ``row_specials``
-(its rows' NaN/inf and tiny-entry flags);
+-> float64, used by the entry points before this module), ``choose_path``,
+``zero_signs`` (ozaki.fft's sign rule of zero parts, in place), ``row_specials``
+(its rows' NaN/inf and tiny-entry flags) and ``complex_of`` (a complex result from
+its real and imaginary parts, without arithmetic; the GPU's returns, without a copy,
+the complex array whose interleaved parts they are, as the epilogue writes them);
 the GPU backend also ``fused_product`` (gemm and epilogue in one kernel) and
 ``bound_maxima`` (the bound GEMM's maxima on chip), which "fused" paths use.
 """
@@ -883,14 +885,18 @@ def operand_rows(backend, X, side):
     side "left" (A): its rows; "right" (B): its columns as rows (B^T), so both
     operands are k-contiguous rows, batch matrices' rows one after another.
     parts: [X] real, [Re, Im] complex; joined: the parts side by side (what the
-    plan scans: one scale per row serves every part).  Non-finite entries count
-    as zeros in the finite product (the residue step reads them so); the IEEE
-    fix-ups put NaN/inf back.
+    plan scans: one scale per row serves every part).  A real X's part is joined
+    itself; a complex X's parts are views of joined, its rows' halves [Re | Im]
+    (row-strided: rows 2k apart, not contiguous arrays of their own; the residue
+    step reads rows any distance apart).  Non-finite entries count as zeros in the
+    finite product (the residue step reads them so); the IEEE fix-ups put NaN/inf
+    back.  Empty stacks keep their shapes: (batch * r, k) with any of them 0.
     """
     xp = backend.xp
 
     def rows(Y):                       # (batch, r, k) -> (batch * r, k), contiguous
-        return xp.ascontiguousarray(Y).reshape(-1, Y.shape[-1])
+        # explicit sizes: reshape(-1, 0) cannot infer the rows of an empty stack
+        return xp.ascontiguousarray(Y).reshape(Y.shape[0] * Y.shape[1], Y.shape[2])
 
     def layout(Y):
         if side == "left":

@@ -71,6 +71,31 @@ def test_complex_stacks_and_views_exact(rng):
         assert same_bits(ozaki.matmul(a, b, mode="exact"), exact_complex(a, b))
 
 
+@pytest.mark.parametrize("dtype", [np.complex128, np.float64, np.complex64, np.float32])
+@pytest.mark.parametrize("shape_a,shape_b", [((3, 0, 5), (3, 5, 4)), ((3, 4, 0), (3, 0, 5)),
+                                             ((3, 4, 5), (3, 5, 0)), ((3, 0, 0), (3, 0, 0)),
+                                             ((3, 4, 0), (0, 5)), ((2, 1, 4, 0), (3, 0, 2))])
+def test_empty_stacks(dtype, shape_a, shape_b):
+    """Empty stacks of batch > 1 (m, k or n zero), real and complex, plain and prepared
+    (their rows made by scheme.operand_rows at explicit sizes: reshape(-1, 0) fails):
+    numpy.matmul's shape and dtype, and its zeros."""
+    A, B = np.ones(shape_a, dtype), np.ones(shape_b, dtype)
+    ref = np.matmul(A, B)
+    got = [ozaki.matmul(A, B)]
+    for mode in ("fast", "exact") if A.ndim == B.ndim == 3 else ():   # a 3-D Prepared needs a 3-D other
+        got.append(ozaki.matmul(ozaki.prepare(A, side="left", mode=mode), B, mode=mode))
+        got.append(ozaki.matmul(A, ozaki.prepare(B, side="right", mode=mode), mode=mode))
+    for C in got:
+        assert C.shape == ref.shape and C.dtype == ref.dtype
+        assert np.array_equal(C, ref)
+    if A.ndim == B.ndim == 3:
+        for X, side, rows, k in ((A, "left", A.shape[0] * A.shape[1], A.shape[2]),
+                                 (B, "right", B.shape[0] * B.shape[2], B.shape[1])):
+            parts, joined = scheme.operand_rows(numpy_backend, X.astype(np.result_type(X, np.float64)), side)
+            assert [p.shape for p in parts] == [(rows, k)] * (2 if X.dtype.kind == "c" else 1)
+            assert joined.shape == (rows, k * len(parts))
+
+
 def test_complex_cancellation_exact(rng):
     # (1 + 2**-60 i)(1 - 2**-60 i) = 1 + 2**-120: only exact arithmetic keeps the last term
     A = np.array([[1 + 2.0 ** -60 * 1j]])

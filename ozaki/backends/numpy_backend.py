@@ -99,10 +99,17 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, 
     and c = ceil(|x| 2**e) (1 for nonzero values that underflow, 0 for zeros and
     non-finite); ``hat`` returns c as int8, ``sum_squares`` sum c**2 per row (int64),
     ``sum_ceilings`` sum c instead (in sumsq's place; the certified bound's sum |x|).
-    ``halves`` (complex rows [Re | Im]): hat holds the halves' ceilings added,
-    c[:, j] + c[:, j + k // 2] (below 2**(ceil_bits + 1): int8 for ceil_bits <= 6).
+    ``halves`` (complex rows [Re | Im], x of k = 2 h columns): hat holds the halves'
+    ceilings added, c[:, j] + c[:, j + h] for j < h.  Each c is at most 2**ceil_bits
+    (|x| 2**e < 2**ceil_bits, and its ceiling can reach it), so the sum is at most
+    2**(ceil_bits + 1): int8 for ceil_bits <= 5 (at most 64; scheme uses 5), not 6
+    (128 wraps to -128).  ``halves`` is a form of ``hat``: without hat it does nothing,
+    and with sum_squares or sum_ceilings it raises ValueError (as cupy_backend's).
     Integers and maxima only, so the GPU kernel (kernels/scan_rows.cu) matches exactly.
     """
+    if halves and (sum_squares or sum_ceilings):
+        raise ValueError("scan_rows: halves=True does not combine with sum_squares or sum_ceilings")
+    halves = halves and hat
     finite = np.isfinite(x)
     a = np.where(finite, np.abs(x), 0.0)
     amax = a.max(axis=1)
@@ -114,7 +121,7 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, 
         if sum_squares or sum_ceilings:
             ci = c.astype(np.int64)
             sumsq = (ci * ci if sum_squares else ci).sum(axis=1)
-        if hat and halves:
+        if halves:
             half = x.shape[1] // 2
             c = c[:, :half] + c[:, half:2 * half]
         c = c.astype(np.int8) if hat else None

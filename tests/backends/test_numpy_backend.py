@@ -32,6 +32,70 @@ def test_residues_are_those_of_the_scaled_integers(rng, nearest, spread):
         assert np.array_equal(got[i], want), p
 
 
+def _complex_rows(rng, k):
+    """Joined complex rows [Re | Im] (2 k columns) for scan_rows' halves: zeros (+0 and -0),
+    subnormals (the smallest, whose ceilings underflow to 1), exponents over +-1000, both
+    parts of an entry just below the row's power of two (ceilings 2**5 + 2**5 = 64, the
+    largest sum), the maximum in one half only, NaN/inf rows and sprinkled specials."""
+    rows = []
+    rows.append(np.zeros(2 * k))
+    rows.append(np.where(rng.random(2 * k) < 0.5, -0.0, 0.0))
+    rows.append(inputs.subnormal_heavy(rng, 2 * k))
+    rows.append(np.full(2 * k, 5e-324) * rng.choice([-1, 1], 2 * k))
+    rows.append(inputs.wide(rng, 2 * k, 1000))
+    top = np.nextafter(2.0 ** rng.integers(-1070, 1024), 0)          # just below 2**e: ceiling 2**5
+    rows.append(np.concatenate([np.full(k, top), np.full(k, -top)]))
+    rows.append(np.concatenate([inputs.normal(rng, k) * 2.0 ** 1000, inputs.subnormal_heavy(rng, k)]))
+    rows.append(np.concatenate([np.zeros(k), inputs.wide(rng, k, 40)]))
+    rows.append(np.full(2 * k, np.nan))
+    rows.append(np.concatenate([np.full(k, np.inf), -inputs.normal(rng, k)]))
+    rows.append(np.concatenate([inputs.normal(rng, k), np.full(k, -np.inf)]))
+    rows.append(np.full(2 * k, 1.7976931348623157e308))
+    x = np.stack(rows + [inputs.sprinkle_specials(rng, inputs.wide(rng, 2 * k, 300), 0.2) for _ in range(6)])
+    x[-1, 0] = np.nextafter(2.0, 0)                                   # a row whose largest ceilings add to 64
+    x[-1, k] = -np.nextafter(2.0, 0)
+    x[-1, np.isfinite(x[-1]) & (np.abs(x[-1]) >= 2.0)] = 1.0
+    return x
+
+
+@pytest.mark.parametrize("k", [1, 2, 7, 16, 33])
+def test_scan_rows_halves(rng, k):
+    """hat with ``halves`` (complex rows [Re | Im], ceil_bits = 5 as scheme.plan_accurate takes it)
+    is the rows' 5-bit ceilings of each half added, hat[:, :k] + hat[:, k:] of the plain scan of
+    the whole rows (one exponent per row), as int8 without wrapping: at most 2**6 = 64, reached;
+    the other outputs those of the plain scan."""
+    x = _complex_rows(rng, k)
+    plain = numpy_backend.scan_rows(x, 5, hat=True)
+    amax, flags, e, hat, sumsq = numpy_backend.scan_rows(x, 5, hat=True, halves=True)
+    want = plain[3][:, :k].astype(np.int64) + plain[3][:, k:].astype(np.int64)
+    assert hat.dtype == np.int8 and hat.shape == (x.shape[0], k)
+    assert np.array_equal(hat.astype(np.int64), want)
+    assert want.min() >= 0 and want.max() == 64
+    assert plain[3].max() == 32 and (plain[3] >= 0).all()
+    for got, ref in zip((amax, flags, e), plain[:3]):
+        assert np.array_equal(got, ref)
+    assert sumsq is None
+    # the ceilings themselves, one entry at a time: max(ceil(|x| 2**e), 1) for finite nonzero x
+    for r in range(x.shape[0]):
+        for j in range(2 * k):
+            v = x[r, j]
+            c = 0 if v == 0 or not np.isfinite(v) else max(int(np.ceil(np.ldexp(abs(v), int(e[r])))), 1)
+            assert plain[3][r, j] == c, (r, j)
+
+
+def test_scan_rows_halves_combinations(rng):
+    """halves with sum_squares or sum_ceilings raises ValueError (as cupy_backend's); halves
+    without hat does nothing."""
+    x = _complex_rows(rng, 5)
+    for kw in ({"sum_squares": True}, {"sum_ceilings": True}, {"sum_squares": True, "hat": True}):
+        with pytest.raises(ValueError, match="halves=True does not combine"):
+            numpy_backend.scan_rows(x, 5, halves=True, **kw)
+    for ceil_bits in (0, 5):
+        got, bare = numpy_backend.scan_rows(x, ceil_bits, halves=True), numpy_backend.scan_rows(x, ceil_bits)
+        for g, b in zip(got, bare):
+            assert (g is None and b is None) or np.array_equal(g, b)
+
+
 def test_add_residues_every_pair():
     """(x + y) mod p, symmetric, for every pair of residues of every modulus, against Python ints."""
     from ozaki import crt
