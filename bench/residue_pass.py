@@ -23,22 +23,26 @@ def run(n, moduli, unrolls, repeats):
     rng = np.random.default_rng(3)
     x = cupy.asarray(rng.standard_normal((n, n)))
     rows = []
-    for m in moduli:
-        plan = scheme.plan_accurate(cupy, x, x, m, be)
-        first = None
-        for u in unrolls:
-            be.RESIDUE_UNROLL = None if u < 0 else u
-            call = lambda: be.residues(x, plan.beta_a, None, m, plan.nearest)       # noqa: E731
-            out = call()
-            same = True if first is None else bool(cupy.array_equal(out, first))
-            first = out if first is None else first
-            ms, _ = common.time_gpu(call, warmup=2, repeats=repeats)
-            gbs = (x.nbytes + out.nbytes) / ms / 1e6
-            regs = be._num_regs(be._residues_kernel(m, be._wide_digits(m, None, n), be._device(), be.RESIDUE_UNROLL))
-            rows.append({"n": n, "moduli": m, "unroll": u, "registers": regs, "ms": ms, "GB/s": gbs, "same": same})
-            print(f"n {n} moduli {m:2d} unroll {('auto' if u < 0 else u or 'full'):>4} ({regs:3d} registers): "
-                  f"{ms:7.3f} ms {gbs:6.0f} GB/s{'' if same else '  RESIDUES DIFFER'}", flush=True)
-    be.RESIDUE_UNROLL = None
+    previous = be.RESIDUE_UNROLL                # OZAKI_RESIDUE_UNROLL's, put back after the sweep
+    try:
+        for m in moduli:
+            plan = scheme.plan_accurate(cupy, x, x, m, be)
+            first = None
+            for u in unrolls:
+                be.RESIDUE_UNROLL = None if u < 0 else u
+                call = lambda: be.residues(x, plan.beta_a, None, m, plan.nearest)       # noqa: E731
+                out = call()
+                same = True if first is None else bool(cupy.array_equal(out, first))
+                first = out if first is None else first
+                ms, _ = common.time_gpu(call, warmup=2, repeats=repeats)
+                gbs = (x.nbytes + out.nbytes) / ms / 1e6
+                kern = be._residues_kernel(m, be._wide_digits(m, None, n), be._device(), be.RESIDUE_UNROLL)
+                regs = be._num_regs(kern)
+                rows.append({"n": n, "moduli": m, "unroll": u, "registers": regs, "ms": ms, "GB/s": gbs, "same": same})
+                print(f"n {n} moduli {m:2d} unroll {('auto' if u < 0 else u or 'full'):>4} ({regs:3d} registers): "
+                      f"{ms:7.3f} ms {gbs:6.0f} GB/s{'' if same else '  RESIDUES DIFFER'}", flush=True)
+    finally:
+        be.RESIDUE_UNROLL = previous
     return rows
 
 

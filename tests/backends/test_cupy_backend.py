@@ -173,7 +173,8 @@ def test_stack_same_bits(rng, mode):
 def test_residues_kernel(rng, m, width, nearest):
     """Against numpy_backend on adversarial rows, contiguous and read in place as the first
     half of wider rows (a complex operand's [Re | Im]: the other half NaN, not to be read).
-    14 moduli: the build whose moduli loop is not unrolled (residue_unroll)."""
+    14 moduli: the build whose moduli loop _residues_kernel's register rule (RESIDUE_UNROLL
+    unset) makes a loop over two moduli at a time, not fully unrolled (ptxas of CUDA 13.0)."""
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
     x, beta = inputs.residue_rows(rng)
@@ -185,6 +186,43 @@ def test_residues_kernel(rng, m, width, nearest):
     wide = cupy.asarray(np.concatenate([x, np.full_like(x, np.nan)], axis=1))
     in_place = cupy_backend.residues(wide[:, :k], cupy.asarray(beta), width, m, nearest)
     assert cupy.array_equal(in_place, gpu)
+
+
+@pytest.mark.parametrize("m", [7, 14, 16, 49])
+@pytest.mark.parametrize("width,nearest", [(None, True), (64, False)])
+def test_residues_kernel_row_strides(rng, monkeypatch, m, width, nearest):
+    """Rows read in place at any row stride (residues.cu's ld, x.strides[0] / 8): reversed
+    rows (x[::-1], ld negative), one row broadcast (ld zero), the second half of joined
+    [Re | Im] rows (joined[:, k:], ld 2 k, the first half NaN, not to be read) and those
+    reversed; the bits of numpy_backend.residues on the same data, and no copy of x."""
+    import cupy
+    from ozaki.backends import cupy_backend, numpy_backend
+    x, beta = inputs.residue_rows(rng)
+    rows, k = x.shape
+    joined = np.concatenate([np.full_like(x, np.nan), x], axis=1)
+    xd, joined_d = cupy.asarray(x), cupy.asarray(joined)
+    cases = {"reversed": (x[::-1], xd[::-1], -k), "broadcast": (np.broadcast_to(x[0], x.shape),
+                                                               cupy.broadcast_to(xd[0], x.shape), 0),
+             "second half": (joined[:, k:], joined_d[:, k:], 2 * k),
+             "second half reversed": (joined[::-1, k:], joined_d[::-1, k:], -2 * k)}
+    copies = []
+    real_contiguous = cupy.ascontiguousarray
+
+    def spy(a, *args, **kw):           # residues' own copy of x (not beta's)
+        if getattr(a, "shape", None) == (rows, k):
+            copies.append(a.strides)
+        return real_contiguous(a, *args, **kw)
+
+    for name, (host, dev, ld) in cases.items():
+        assert dev.strides == (8 * ld, 8), name
+        cpu = numpy_backend.residues(np.ascontiguousarray(host), beta, width, m, nearest)
+        with monkeypatch.context() as patch:
+            patch.setattr(cupy, "ascontiguousarray", spy)
+            gpu = cupy_backend.residues(dev, cupy.asarray(beta), width, m, nearest)
+        assert not copies, name
+        gpu = cupy.asnumpy(gpu)
+        assert np.array_equal(cpu, gpu[:, :, :k]), name
+        assert not gpu[:, :, k:].any(), name
 
 
 @pytest.mark.parametrize("unroll", [0, 1, 2, 5])
@@ -327,6 +365,49 @@ def test_fp8_residue_gemm_across_chunks(rng, monkeypatch):
     Rbt = cupy.asarray(rng.integers(-128, 128, (2, 40, 300)).astype(np.int8))
     Ra[0], Rbt[0] = -128, -128
     assert cupy.array_equal(fp8.gemm(cupy_backend, Ra, Rbt), cupy_backend.gemm(Ra, Rbt))
+
+
+@pytest.mark.parametrize("out_dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("dtype,m", [(np.int32, 16), (np.int8, 15), (np.int64, 22)])
+def test_complex_result_without_copy(rng, monkeypatch, out_dtype, dtype, m):
+    """The epilogue writes a complex product's parts into one complex array, and
+    complex_of of those two parts is that array (data.ptr the real part's), with
+    numpy_backend's epilogue's bits; then ozaki.matmul on that path returns the
+    epilogue's array itself.  The no-copy case holds only on the unfused path (cuBLAS
+    or the residue GEMM, then epilogue), unblocked (one block of the workspace) and for
+    a single matrix: the fused kernel writes separate parts, and blocks and stacks are
+    assembled into separate parts, which complex_of copies."""
+    import cupy
+    from ozaki.backends import cupy_backend, numpy_backend
+    rows, cols = 24, 40
+    stacks = [P.reshape(m, rows, cols).astype(dtype) for P in _pair_products(rng, m, rows * cols, dtype, True)]
+    ba, bb = rng.integers(-90, -40, rows), rng.integers(-20, 0, cols)
+    re, im = cupy_backend.epilogue([tuple(cupy.asarray(S) for S in stacks)], [0], m, cupy.asarray(ba),
+                                   cupy.asarray(bb), out_dtype)
+    want = numpy_backend.complex_of(*numpy_backend.epilogue([tuple(stacks)], [0], m, ba, bb, out_dtype))
+    got = cupy_backend.complex_of(re, im)
+    assert got.data.ptr == re.data.ptr and im.data.ptr == re.data.ptr + re.itemsize
+    got = cupy.asnumpy(got)
+    assert got.dtype == want.dtype == np.result_type(out_dtype, np.complex64) and got.shape == want.shape
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+    # through ozaki.matmul: the result is the epilogue's array (cuBLAS path, one block, one matrix)
+    written = []
+    real_epilogue = cupy_backend.epilogue
+
+    def spy(*args, **kw):
+        outs = real_epilogue(*args, **kw)
+        written.append(outs[0].data.ptr)
+        return outs
+
+    monkeypatch.setattr(cupy_backend, "epilogue", spy)
+    A = inputs.normal(rng, (40, 70)) + 1j * inputs.normal(rng, (40, 70))
+    B = inputs.normal(rng, (70, 36)) + 1j * inputs.normal(rng, (70, 36))
+    with ozaki.config(path="cublas"):
+        C = ozaki.matmul(cupy.asarray(A.astype(np.result_type(out_dtype, np.complex64))),
+                         cupy.asarray(B.astype(np.result_type(out_dtype, np.complex64))), mode="accurate")
+    assert len(written) == 1 and C.data.ptr == written[0]
+    cpu = ozaki.matmul(A.astype(C.dtype), B.astype(C.dtype), mode="accurate")
+    assert np.array_equal(cupy.asnumpy(C).view(np.uint8), cpu.view(np.uint8))
 
 
 def test_epilogue_reads_views(rng):

@@ -6,9 +6,13 @@
 // q * 2**s with q < 2**53; its residue modulo p, negated for negative x, in the
 // symmetric range [-floor(p/2), ceil(p/2) - 1].
 //
-// x holds ``rows`` rows of k entries, ``ld`` apart (>= k: a complex operand's parts are the
-// halves of its [Re | Im] rows, read in place).  out has shape (NMOD, rows, kpad), row-major; columns k..kpad-1 are zero so
-// that the int8 GEMMs can run on a padded inner dimension.  Each thread does
+// x holds ``rows`` rows of k contiguous entries, row r at x + r * ld: ``ld`` is
+// cupy_backend.residues' x.strides[0] / 8, any signed value, not only >= k: 2 k for a
+// complex operand's parts (the halves of its [Re | Im] rows, read in place), negative
+// for reversed rows (x[::-1]; x points at the first row read), zero for a broadcast
+// row; k for a single row.  Rows may overlap: they are only read.  out has shape
+// (NMOD, rows, kpad), row-major; columns k..kpad-1 are zero so that the int8 GEMMs
+// can run on a padded inner dimension.  Each thread does
 // eight consecutive columns of one row and writes their eight bytes per modulus
 // (in two four-byte halves on the five-piece path): one read of x, one write of
 // every residue, nothing else.
