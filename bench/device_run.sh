@@ -88,9 +88,10 @@
 #   s10c      the epilogue writing a complex result's parts in place (complex_of): every GPU backend test,
 #             the certified, exact-by-test, float32, FFT same-bits, dask and API tests; ZGEMM 2048-8192 at
 #             16, 15 and 14 moduli and its time per kernel at 15
-#   s11a      the epilogue's VEC adjacent outputs a thread: its GPU tests (and every epilogue, complex_of and
-#             same-bits test of test_cupy_backend), the time per kernel at 16384 and 8192 (accurate:14) with
-#             and without VEC, the squares 4096-16384 and ZGEMM 8192 at 16, 15 and 14 moduli (paired)
+#   s11a      the epilogue's VEC adjacent outputs a thread and the fp8 substrate's kernels: their GPU tests
+#             (and every epilogue, complex_of, fp8 and same-bits test of test_cupy_backend), the time per
+#             kernel at 16384 (accurate:14) with and without VEC, the squares 4096-16384 at 16, 15 and 14
+#             moduli (paired), fp8 against int8 at 8192 and 16384, ZGEMM 8192, the FFT with VEC 2 forced
 #   s11b      every GPU test in three timed groups (backends; fused; FFT, linalg, dask, API and the rest)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
@@ -260,14 +261,14 @@ elif [ "$profile" = s10a ]; then
         --out "$W/gemm_skinny.json"
     stage kernels_16384_accurate_14 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 14
 elif [ "$profile" = s11a ]; then
-    gpu_tests gpu_epilogue 150 tests/backends/test_cupy_backend.py -k "epilogue or complex_of or same_bits"
-    for n in 16384 8192; do
-        stage "kernels_${n}_vec" 45 python3 -m bench.kernel_times matmul $n --mode accurate:14 --top 8
-        stage "kernels_${n}_novec" 45 env OZAKI_EPILOGUE_VEC=1 python3 -m bench.kernel_times matmul $n \
-            --mode accurate:14 --top 4
-    done
+    gpu_tests gpu_epilogue 150 tests/backends/test_cupy_backend.py -k "epilogue or complex_of or same_bits or fp8"
+    stage kernels_16384_vec 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 8
+    stage kernels_16384_novec 45 env OZAKI_EPILOGUE_VEC=1 python3 -m bench.kernel_times matmul 16384 \
+        --mode accurate:14 --top 4
     stage gemm 200 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal --no-emulated --samples 12 \
         --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
+    stage gemm_fp8 90 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 12 \
+        --repeats 3 --modes accurate --substrates int8 fp8 --out "$W/gemm_fp8.json"
     stage zgemm 80 python3 -m bench.gemm --sizes 8192 --families complex --no-emulated --samples 12 \
         --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
     for v in auto 2; do    # the FFT's complex epilogues (26-27 moduli, one pair): VEC 1 by the table, 2 forced

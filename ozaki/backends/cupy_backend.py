@@ -14,6 +14,8 @@
     bound_maxima  accurate mode's bound GEMM with its row/column maxima taken on
               chip (the same kernel's other epilogue)
     gemm_fp32_digits  the fp8 substrate's digit GEMMs on cuBLASLt FP8 (torch._scaled_mm)
+    fp8_operands, fp8_products, fp8_recombine  the fp8 substrate's steps a modulus
+              (kernels/fp8_digits.cu around cuBLASLt FP8)
     zero_signs  ozaki.fft's sign rule of zero parts, in place, a thread per entry
               (kernels/zero_terms.cu)
     row_specials  ozaki.fft's per-row NaN/inf and tiny-entry flags, one pass
@@ -601,6 +603,75 @@ def gemm_fp32_digits(Da, Dbt, batch=1):
                 c = torch._scaled_mm(ta[i], tb[i].t(), scale_a=one, scale_b=one, out_dtype=torch.float32,
                                      use_fast_accum=False)
                 result[g, i] = c[:m, :n]
+    return out
+
+
+def _fp8_kernel(function, defines=()):
+    """kernels/fp8_digits.cu's ``function``, with the e4m3 bytes of -16..16 (E4M3_INIT)."""
+    from ..gemm import fp8
+    codes = ", ".join(str(int(fp8.E4M3_CODES[v & 0xFF])) for v in range(-16, 17))
+    return _kernel("fp8_digits.cu", function, (("E4M3_INIT", "{" + codes + "}"),) + tuple(defines), _device())
+
+
+def fp8_operands(R, side, batch=1):
+    """As numpy_backend.fp8_operands ((X, XY, Y): the digits X, Y and [X | Y] for side "a",
+    [Y | X] for "b" of one modulus' residues R (batch*m, k)), as cuBLASLt's FP8 GEMMs read
+    them: e4m3 bytes, each matrix zero-padded to multiples of 16 rows and columns, torch
+    float8_e4m3fn tensors (batch, mp, kp), (batch, mp, 2 kp), (batch, mp, kp); one kernel pass."""
+    torch = _torch()
+    rows, k = R.shape
+    if R.dtype != cupy.int8 or (k > 1 and R.strides[1] != 1):
+        R = cupy.ascontiguousarray(R, dtype=cupy.int8)
+    m = rows // batch
+    mp, kp = -(-m // FP8_ROWS) * FP8_ROWS, _padded(k)
+    X, Y = (cupy.empty((batch, mp, kp), dtype=cupy.uint8) for _ in range(2))
+    XY = cupy.empty((batch, mp, 2 * kp), dtype=cupy.uint8)
+    grid, block = _grid(batch * mp * 256, 256)                 # a block a padded row
+    _fp8_kernel("digit_operands")(grid, block, (R, np.int64(R.strides[0] if rows > 1 else k), np.int64(m),
+                                                np.int64(batch), np.int64(k), np.int64(mp), np.int64(kp),
+                                                np.int32(side == "a"), X, Y, XY))
+    return tuple(torch.from_dlpack(D).view(torch.float8_e4m3fn) for D in (X, XY, Y))
+
+
+def fp8_products(Da, Db, batch=1):
+    """As numpy_backend.fp8_products: [XX, XY, YY] (batch, mp, np) float32 of fp8_operands'
+    digits, one cuBLASLt FP8 call each (and matrix), on CuPy's current stream; the padding
+    rows and columns are zero products, which fp8_recombine does not read."""
+    torch = _torch()
+    ptr = cupy.cuda.get_current_stream().ptr
+    outs = []
+    with torch.cuda.stream(torch.cuda.ExternalStream(ptr) if ptr else torch.cuda.default_stream()):
+        one = torch.ones((), dtype=torch.float32, device="cuda")
+        for a, b in zip(Da, Db):
+            def mm(g):
+                return torch._scaled_mm(a[g], b[g].t(), scale_a=one, scale_b=one, out_dtype=torch.float32,
+                                        use_fast_accum=False)
+            if batch == 1:
+                outs.append(cupy.from_dlpack(mm(0))[None])      # no copy
+                continue
+            res = cupy.empty((batch, a.shape[1], b.shape[1]), dtype=cupy.float32)
+            view = torch.from_dlpack(res)
+            for g in range(batch):
+                view[g] = mm(g)
+            outs.append(res)
+    return outs
+
+
+def fp8_recombine(XX, XY, YY, out, add=False):
+    """As numpy_backend.fp8_recombine: out = 256 XX + 16 XY + YY (plus out when ``add``), exact,
+    out (batch, m, n) int32/int64 at any row and matrix stride (one modulus of the product
+    stack), the digit products (batch, >= m, >= n) float32 alike; one kernel pass."""
+    batch, m, n = out.shape
+    if out.size == 0:
+        return out
+    XX, XY, YY = (cupy.ascontiguousarray(P) for P in (XX, XY, YY))
+    defines = (("OUT_T", _PROD_T[np.dtype(out.dtype)]),) + ((("ADD", 1),) if add else ())
+    grid, block = _grid(batch * m * 256, 256)                  # a block a row
+    o = out.itemsize
+    _fp8_kernel("recombine", defines)(grid, block, (XX, XY, YY, np.int64(XX.shape[1] * XX.shape[2]),
+                                                    np.int64(XX.shape[2]), np.int64(batch), np.int64(m),
+                                                    np.int64(n), out, np.int64(out.strides[0] // o),
+                                                    np.int64(out.strides[1] // o)))
     return out
 
 

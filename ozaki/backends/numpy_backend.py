@@ -243,6 +243,31 @@ def gemm_fp32_digits(Da, Dbt, batch=1):
     return _batched_matmul(Da, Dbt, batch, np.float32)
 
 
+def fp8_operands(R, side, batch=1):
+    """The fp8 substrate's digit operands of one modulus' residues R (batch*m, k): (X, XY, Y),
+    the digits X, Y of R = 16 X + Y (fp8.split_digits) and XY = [X | Y] for side "a" (A's
+    rows), [Y | X] for side "b" (B^T's), so that XY's product sums x_a y_b + y_a x_b; stacks
+    of one (1, batch*m, k) int8, as gemm_fp32_digits reads them."""
+    from ..gemm import fp8
+    x, y = fp8.split_digits(R[None])
+    return x, np.concatenate([x, y] if side == "a" else [y, x], axis=2), y
+
+
+def fp8_products(Da, Db, batch=1):
+    """The digit products [XX, XY, YY] (batch, m, n) float32 of two sides' fp8_operands."""
+    return [gemm_fp32_digits(a, b, batch)[:, 0] for a, b in zip(Da, Db)]
+
+
+def fp8_recombine(XX, XY, YY, out, add=False):
+    """out (batch, m, n) = 256 XX + 16 XY + YY (fp8.recombine, exact), plus out when ``add``
+    (the next K chunk); the digit products may extend past out's m rows and n columns."""
+    from ..gemm import fp8
+    _, m, n = out.shape
+    v = fp8.recombine(XX[:, :m, :n], XY[:, :m, :n], YY[:, :m, :n])
+    out[...] = out + v if add else v
+    return out
+
+
 def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False):
     """CRT each pair's products, add them into one Kulisch accumulator, round once to
     ``out_dtype`` (float64 or float32: kulisch.round_to).  ``residual``: each output's

@@ -100,20 +100,17 @@ def gemm(backend, Ra, Rbt, batch=1):
     """Exact products (batch, b, m, n) of int8 residues through the digit GEMMs, K cut into
     K_CHUNK pieces; the same integers as the int8 substrate (int32 when they fit
     for every input, k <= INT32_K, else int64).  One modulus at a time, so the
-    FP32 digit products and their recombination take one modulus's memory."""
+    FP32 digit products and their recombination take one modulus's memory.  The
+    backend's steps: ``fp8_operands`` (each side's digits, split_digits, in the layout
+    its GEMMs read), ``fp8_products`` (XX, XY, YY) and ``fp8_recombine`` (recombine,
+    written into the modulus' products or added to them for the next chunk)."""
     xp = backend.xp
     b, rows, k = Ra.shape
     m, n = rows // batch, Rbt.shape[1] // batch
     out = xp.empty((batch, b, m, n), dtype=xp.int32 if k <= INT32_K else xp.int64)
     for i in range(b):
-        total = None
         for k0 in range(0, max(k, 1), K_CHUNK):
-            xa, ya = split_digits(Ra[i:i + 1, :, k0:k0 + K_CHUNK], xp)
-            xb, yb = split_digits(Rbt[i:i + 1, :, k0:k0 + K_CHUNK], xp)
-            XX = backend.gemm_fp32_digits(xa, xb, batch)
-            XY = backend.gemm_fp32_digits(xp.concatenate([xa, ya], axis=2), xp.concatenate([yb, xb], axis=2), batch)
-            YY = backend.gemm_fp32_digits(ya, yb, batch)
-            part = recombine(XX, XY, YY, xp)
-            total = part if total is None else total + part
-        out[:, i] = total[:, 0]
+            Da = backend.fp8_operands(Ra[i, :, k0:k0 + K_CHUNK], "a", batch)
+            Db = backend.fp8_operands(Rbt[i, :, k0:k0 + K_CHUNK], "b", batch)
+            backend.fp8_recombine(*backend.fp8_products(Da, Db, batch), out[:, i], add=k0 > 0)
     return out
