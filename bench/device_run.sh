@@ -261,7 +261,7 @@ elif [ "$profile" = s10a ]; then
         --out "$W/gemm_skinny.json"
     stage kernels_16384_accurate_14 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 14
 elif [ "$profile" = s11a ]; then
-    gpu_tests gpu_epilogue 150 tests/backends/test_cupy_backend.py -k "epilogue or complex_of or same_bits or fp8"
+    gpu_tests gpu_epilogue 150 tests/backends/test_cupy_backend.py -k "epilogue or complex_of or same_bits or fp8 or row_strides or complex_result_without_copy or residues_kernel"
     stage kernels_16384_vec 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 8
     stage kernels_16384_novec 45 env OZAKI_EPILOGUE_VEC=1 python3 -m bench.kernel_times matmul 16384 \
         --mode accurate:14 --top 4
