@@ -326,6 +326,14 @@ def flags_found(flags_a, flags_b, host=True):
 # a block of 256 threads each: a stack of small matrices has many short rows.
 SHORT_ROW = 1024
 
+# Rows longer than this are scanned by at most SCAN_BLOCKS_PER_SM blocks a
+# multiprocessor (looping over the rows), so the rows in flight (132 x 2 x 128 KB
+# at k = 16384, under the H200's 50 MB L2) are still cached for the scan's second
+# pass; with a block a row every row was read from memory twice.
+# OZAKI_SCAN_BLOCKS_PER_SM=0 launches a block a row group again.
+SCAN_LONG_ROW = 2048
+SCAN_BLOCKS_PER_SM = int(os.environ.get("OZAKI_SCAN_BLOCKS_PER_SM") or 2)
+
 
 def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, halves=False):
     """As numpy_backend.scan_rows, one block (or, for short rows, one warp) per row
@@ -349,7 +357,10 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, 
     per_block = 256 // row_threads
     if rows == 0:
         return amax, flags, e, c, sumsq
-    kern((-(-rows // per_block),), (256,), (cupy.ascontiguousarray(x, dtype=cupy.float64), np.int64(rows),
+    blocks = -(-rows // per_block)
+    if k > SCAN_LONG_ROW and SCAN_BLOCKS_PER_SM > 0:
+        blocks = min(blocks, SCAN_BLOCKS_PER_SM * _multiprocessors(_device()))
+    kern((blocks,), (256,), (cupy.ascontiguousarray(x, dtype=cupy.float64), np.int64(rows),
                                            np.int64(k), np.int64(kpad),
                            amax, flags, null if e is None else e, null if c is None else c,
                            null if sumsq is None else sumsq))

@@ -524,12 +524,16 @@ def test_fixups_on_a_stack(rng):
         assert same_bits(cpu[g], ozaki.matmul(A[g], B[g])), g
 
 
-@pytest.mark.parametrize("rows,k", [(1, 1), (13, 64), (9, 1024), (5, 1025), (3, 3000)])
-def test_scan_rows_kernel(rng, rows, k):
-    """Short rows (a warp each, a partial last block) and long rows (a block each)
-    against the numpy backend, with zeros, specials, subnormals and huge values."""
+@pytest.mark.parametrize("rows,k,blocks_per_sm", [(1, 1, 2), (13, 64, 2), (9, 1024, 2), (5, 1025, 2), (3, 3000, 2),
+                                                   (300, 2100, 1), (300, 2100, 0)])
+def test_scan_rows_kernel(rng, monkeypatch, rows, k, blocks_per_sm):
+    """Short rows (a warp each, a partial last block) and long rows (a block each; more rows
+    than the blocks launched for long rows, SCAN_BLOCKS_PER_SM, so each block loops, and a
+    block a row again with 0) against the numpy backend, with zeros, specials, subnormals
+    and huge values."""
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
+    monkeypatch.setattr(cupy_backend, "SCAN_BLOCKS_PER_SM", blocks_per_sm)
     x = inputs.sprinkle_specials(rng, inputs.wide(rng, (rows, k), 500), 0.02)
     x[0, : max(1, k // 3)] = 2.0 ** -1070
     bits = min(30, 62 - k.bit_length())                  # certified's bound (scheme.bound_side)
