@@ -90,7 +90,7 @@
 #             16, 15 and 14 moduli and its time per kernel at 15
 #   s11a      the epilogue's VEC adjacent outputs a thread and the fp8 substrate's kernels: their GPU tests
 #             (and every epilogue, complex_of, fp8 and same-bits test of test_cupy_backend), the time per
-#             kernel at 16384 (accurate:14) with and without VEC, the squares 4096-16384 at 16, 15 and 14
+#             kernel at 16384 (accurate:14) with and without VEC and the scan's L2-sized grid, the squares 4096-16384 at 16, 15 and 14
 #             moduli (paired), fp8 against int8 at 8192 and 16384, ZGEMM 8192, the FFT with VEC 2 forced
 #   s11b      every GPU test in three timed groups (backends; fused; FFT, linalg, dask, API and the rest)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
@@ -261,10 +261,10 @@ elif [ "$profile" = s10a ]; then
         --out "$W/gemm_skinny.json"
     stage kernels_16384_accurate_14 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 14
 elif [ "$profile" = s11a ]; then
-    gpu_tests gpu_epilogue 150 tests/backends/test_cupy_backend.py -k "epilogue or complex_of or same_bits or fp8 or row_strides or complex_result_without_copy or residues_kernel"
-    stage kernels_16384_vec 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 8
-    stage kernels_16384_novec 45 env OZAKI_EPILOGUE_VEC=1 python3 -m bench.kernel_times matmul 16384 \
-        --mode accurate:14 --top 4
+    gpu_tests gpu_epilogue 150 tests/backends/test_cupy_backend.py -k "epilogue or complex_of or same_bits or fp8 or row_strides or complex_result_without_copy or residues_kernel or scan_rows"
+    stage kernels_16384_after 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 8
+    stage kernels_16384_before 45 env OZAKI_EPILOGUE_VEC=1 OZAKI_SCAN_BLOCKS_PER_SM=0 python3 -m bench.kernel_times \
+        matmul 16384 --mode accurate:14 --top 6
     stage gemm 200 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal --no-emulated --samples 12 \
         --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
     stage gemm_fp8 90 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 12 \
