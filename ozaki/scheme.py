@@ -31,8 +31,9 @@ computes that independently.  Complex products run the same steps on the real
 and imaginary parts with three GEMMs per modulus (product_finite); stacks of
 matrices run through them at once (matmul_stack).  ``plan`` is shared by both backends (it only
 uses array-module reductions); the backends implement ``split``, ``scan_rows``,
-``bound_bottoms`` and ``flags_found`` (the plan's steps), ``residues``,
-``add_residues`` (complex), ``gemm`` and ``epilogue``, ``row_bits`` (exact mode's
+``maxima``, ``bound_bottoms`` and ``flags_found`` (the plan's steps), ``residues``,
+``add_residues`` (complex), ``gemm`` and ``epilogue`` (and the fp8 substrate's
+``fp8_operands``, ``fp8_products``, ``fp8_recombine``), ``row_bits`` (exact mode's
 per-row bit ranges), ``widen`` (exact float32
 -> float64, used by the entry points before this module), ``choose_path``,
 ``zero_signs`` (ozaki.fft's sign rule of zero parts, in place), ``row_specials``
@@ -235,7 +236,7 @@ def plan_accurate(xp, A, Bt, m, backend, parts=1, batch=1, path="cublas"):
         row_max, col_max = backend.bound_maxima(ahat, bhat, batch)
     else:
         M = backend.gemm(ahat[None], bhat[None], batch)[:, 0]      # exact: <= k * 2**12
-        row_max, col_max = xp.max(M, axis=2).reshape(-1), xp.max(M, axis=1).reshape(-1)
+        row_max, col_max = backend.maxima(M)
     nearest = k * 2 ** 12 <= bound
     return Plan("accurate", m, None, backend.bound_bottoms(row_max, ea, bound),
                 backend.bound_bottoms(col_max, eb, bound), 1, 1, (fa, fb), nearest)

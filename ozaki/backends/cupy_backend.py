@@ -13,6 +13,8 @@
               rounding on chip; a stack is one launch
     bound_maxima  accurate mode's bound GEMM with its row/column maxima taken on
               chip (the same kernel's other epilogue)
+    maxima    the row and column maxima of the bound GEMM's M where it went through
+              memory, in one pass (kernels/maxima.cu)
     gemm_fp32_digits  the fp8 substrate's digit GEMMs on cuBLASLt FP8 (torch._scaled_mm)
     fp8_operands, fp8_products, fp8_recombine  the fp8 substrate's steps a modulus
               (kernels/fp8_digits.cu around cuBLASLt FP8)
@@ -967,6 +969,23 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype
     _fused_launch(defines, (num_moduli, True), a_stacks, b_stacks, slices_b, m, n, batch, m, n,
                   npairs * num_moduli * nout, tail)
     return outs + rhos if residual else outs
+
+
+def maxima(M):
+    """As numpy_backend.maxima: the row and column maxima of a stack of non-negative int32
+    matrices M (batch, m, n), (batch*m,), (batch*n,), in one pass (kernels/maxima.cu)."""
+    batch, m, n = M.shape
+    if M.dtype != cupy.int32 or (n > 1 and M.strides[2] != 4):
+        M = cupy.ascontiguousarray(M, dtype=cupy.int32)
+    found = cupy.zeros(batch * (m + n), dtype=cupy.int32)           # one memset for both
+    row_max, col_max = found[:batch * m], found[batch * m:]
+    tiles = batch * -(-m // 32) * -(-n // 256)
+    if tiles:
+        grid, block = _grid(tiles * 256, 256)
+        _kernel("maxima.cu", "maxima", (), _device())(grid, block, (M, np.int64(batch), np.int64(m), np.int64(n),
+                                                                    np.int64(M.strides[1] // 4),
+                                                                    np.int64(M.strides[0] // 4), row_max, col_max))
+    return row_max, col_max
 
 
 def bound_maxima(ahat, bhat, batch=1):

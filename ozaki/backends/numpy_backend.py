@@ -128,6 +128,15 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, 
     return amax, flags, e, c, sumsq
 
 
+def maxima(M):
+    """The row and column maxima of a stack of non-negative matrices M (batch, m, n):
+    (batch*m,), (batch*n,) (accurate mode's bound GEMM, scheme.plan_accurate)."""
+    batch, m, n = M.shape
+    if M.size == 0:
+        return np.zeros(batch * m, dtype=M.dtype), np.zeros(batch * n, dtype=M.dtype)
+    return M.max(axis=2).reshape(-1), M.max(axis=1).reshape(-1)
+
+
 def bound_bottoms(maxima, e, bound):
     """Accurate mode's bottoms from its bound GEMM (scheme.plan_accurate):
     -(e + floor(s / 2)) per row, s the largest integer with 2**s maxima <= bound.

@@ -476,6 +476,23 @@ def test_epilogue_vec_rejects_bad_override(monkeypatch):
         cupy_backend.epilogue([(P,)], [0], 14, cupy.zeros(4, dtype=cupy.int64), cupy.zeros(8, dtype=cupy.int64))
 
 
+@pytest.mark.parametrize("shape", [(1, 1, 1), (1, 33, 257), (3, 70, 300), (2, 64, 512)])
+def test_maxima_kernel(rng, shape):
+    """The bound GEMM's row and column maxima in one pass against numpy's, on whole stacks and
+    on a strided column window; a zero matrix, and maxima at the tiles' edges."""
+    import cupy
+    from ozaki.backends import cupy_backend, numpy_backend
+    M = rng.integers(0, 2 ** 31 - 1, shape).astype(np.int32)
+    M[0, -1, -1] = 2 ** 31 - 1
+    if shape[0] > 1:
+        M[1] = 0
+    for view in (M, M[:, :, shape[2] // 3:]):
+        got = cupy_backend.maxima(cupy.asarray(M)[:, :, shape[2] - view.shape[2]:])
+        want = numpy_backend.maxima(view)
+        for g, w in zip(got, want):
+            assert np.array_equal(cupy.asnumpy(g), w)
+
+
 def test_runs_on_the_current_stream(rng):
     """The raw cuBLAS calls follow CuPy's current stream (CuPy's handle is shared)."""
     import cupy
