@@ -92,7 +92,8 @@
 #             (and every epilogue, complex_of, fp8 and same-bits test of test_cupy_backend), the time per
 #             kernel at 16384 (accurate:14) with and without VEC and the scan's L2-sized grid, the squares 4096-16384 at 16, 15 and 14
 #             moduli (paired), fp8 against int8 at 8192 and 16384, ZGEMM 8192, the FFT with VEC 2 forced
-#   s11b      every GPU test in three groups run at once (backends; fused; FFT, linalg, dask, API and the rest)
+#   s11b      every GPU test in three groups run at once (backends; fused; FFT, linalg, dask, API and the rest);
+#             s11a ends with them too (170 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
@@ -270,19 +271,25 @@ elif [ "$profile" = s11a ]; then
     stage gemm_fp8 90 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 12 \
         --repeats 3 --modes accurate --substrates int8 fp8 --out "$W/gemm_fp8.json"
     stage zgemm 80 python3 -m bench.gemm --sizes 8192 --families complex --no-emulated --samples 12 \
-        --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
+        --repeats 3 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
     for v in auto 2; do    # the FFT's complex epilogues (26-27 moduli, one pair): VEC 1 by the table, 2 forced
-        stage "fft_vec$v" 50 env OZAKI_EPILOGUE_VEC=${v/auto/} \
-            python3 -m bench.fft --cubes 256 --batches 4096x1024 --sizes 65536 --repeats 2 --out "$W/fft_vec$v.json"
+        stage "fft_vec$v" 40 env OZAKI_EPILOGUE_VEC=${v/auto/} \
+            python3 -m bench.fft --cubes 256 --sizes --repeats 2 --out "$W/fft_vec$v.json"
     done
-elif [ "$profile" = s11b ]; then    # three groups at once: most of their time is compiling kernels (CPU)
-    gpu_tests gpu_backend 520 tests/backends/test_cupy_backend.py tests/backends/test_cupy_float32.py \
+fi
+if [ "$profile" = s11b ] || [ "$profile" = s11a ]; then    # three groups at once: mostly compiling (CPU)
+    limit=$([ "$profile" = s11a ] && echo 170 || echo 520)
+    gpu_tests gpu_backend $limit tests/backends/test_cupy_backend.py tests/backends/test_cupy_float32.py \
         tests/backends/test_graphs.py tests/backends/test_prepared_gpu.py tests/backends/test_residue_gemm.py &
-    gpu_tests gpu_fused 520 tests/backends/test_fused.py &
-    gpu_tests gpu_rest 520 tests/fft tests/linalg tests/test_dask.py tests/test_api.py tests/test_float32.py \
+    gpu_tests gpu_fused $limit tests/backends/test_fused.py &
+    gpu_tests gpu_rest $limit tests/fft tests/linalg tests/test_dask.py tests/test_api.py tests/test_float32.py \
         tests/test_certified.py tests/test_exact_by_test.py tests/test_complex.py tests/test_prepared.py \
         tests/gemm tests/crt tests/reference &
     wait
+fi
+case " fused diag close moduli14 s9b s10a s11a s11b " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+if [ $handled = 1 ]; then    # run by the chains above
+    :
 elif [ "$profile" = s10c ]; then
     stage zgemm 120 python3 -m bench.gemm --sizes 2048 4096 8192 --families complex --no-emulated --samples 12 \
         --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
