@@ -262,9 +262,10 @@ elif [ "$profile" = s10a ]; then
         --out "$W/gemm_skinny.json"
     stage kernels_16384_accurate_14 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 14
 elif [ "$profile" = s11a ]; then
+    export OZAKI_NEW_KERNELS=all       # cupy_backend.NEW_KERNELS, off by default until this run passes
     gpu_tests gpu_epilogue 150 tests/backends/test_cupy_backend.py -k "epilogue or complex_of or same_bits or fp8 or row_strides or complex_result_without_copy or residues_kernel or scan_rows or maxima"
     stage kernels_16384_after 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 8
-    stage kernels_16384_before 45 env OZAKI_EPILOGUE_VEC=1 OZAKI_SCAN_BLOCKS_PER_SM=0 python3 -m bench.kernel_times \
+    stage kernels_16384_before 45 env OZAKI_NEW_KERNELS= python3 -m bench.kernel_times \
         matmul 16384 --mode accurate:14 --top 6
     stage gemm 200 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal --no-emulated --samples 12 \
         --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"

@@ -128,12 +128,12 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, 
     return amax, flags, e, c, sumsq
 
 
-def maxima(M):
+def maxima(M, xp=np):
     """The row and column maxima of a stack of non-negative matrices M (batch, m, n):
     (batch*m,), (batch*n,) (accurate mode's bound GEMM, scheme.plan_accurate)."""
     batch, m, n = M.shape
     if M.size == 0:
-        return np.zeros(batch * m, dtype=M.dtype), np.zeros(batch * n, dtype=M.dtype)
+        return xp.zeros(batch * m, dtype=M.dtype), xp.zeros(batch * n, dtype=M.dtype)
     return M.max(axis=2).reshape(-1), M.max(axis=1).reshape(-1)
 
 
@@ -252,14 +252,14 @@ def gemm_fp32_digits(Da, Dbt, batch=1):
     return _batched_matmul(Da, Dbt, batch, np.float32)
 
 
-def fp8_operands(R, side, batch=1):
+def fp8_operands(R, side, batch=1, xp=np):
     """The fp8 substrate's digit operands of one modulus' residues R (batch*m, k): (X, XY, Y),
     the digits X, Y of R = 16 X + Y (fp8.split_digits) and XY = [X | Y] for side "a" (A's
     rows), [Y | X] for side "b" (B^T's), so that XY's product sums x_a y_b + y_a x_b; stacks
     of one (1, batch*m, k) int8, as gemm_fp32_digits reads them."""
     from ..gemm import fp8
-    x, y = fp8.split_digits(R[None])
-    return x, np.concatenate([x, y] if side == "a" else [y, x], axis=2), y
+    x, y = fp8.split_digits(R[None], xp)
+    return x, xp.concatenate([x, y] if side == "a" else [y, x], axis=2), y
 
 
 def fp8_products(Da, Db, batch=1):
@@ -267,12 +267,12 @@ def fp8_products(Da, Db, batch=1):
     return [gemm_fp32_digits(a, b, batch)[:, 0] for a, b in zip(Da, Db)]
 
 
-def fp8_recombine(XX, XY, YY, out, add=False):
+def fp8_recombine(XX, XY, YY, out, add=False, xp=np):
     """out (batch, m, n) = 256 XX + 16 XY + YY (fp8.recombine, exact), plus out when ``add``
     (the next K chunk); the digit products may extend past out's m rows and n columns."""
     from ..gemm import fp8
     _, m, n = out.shape
-    v = fp8.recombine(XX[:, :m, :n], XY[:, :m, :n], YY[:, :m, :n])
+    v = fp8.recombine(XX[:, :m, :n], XY[:, :m, :n], YY[:, :m, :n], xp)
     out[...] = out + v if add else v
     return out
 

@@ -308,9 +308,16 @@ def test_epilogue_kernel(rng, m, shape, dtype, pairs, complex_):
         assert same_bits(c, cupy.asnumpy(g))
 
 
+# The fp8 tests run each way: the verified CuPy steps, and kernels/fp8_digits.cu
+# (cupy_backend.NEW_KERNELS, off until a device run has passed these).
+new_kernels = pytest.mark.parametrize("new_kernels", ["", "all"])
+
+
+@new_kernels
 @pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
-def test_fp8_substrate_same_bits(rng, mode):
+def test_fp8_substrate_same_bits(rng, monkeypatch, mode, new_kernels):
     """substrate='fp8' on the GPU (cuBLASLt FP8) gives the CPU int8 substrate's bits."""
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", new_kernels)
     A, B = inputs.wide(rng, (37, 90), 40), inputs.wide(rng, (90, 21), 40)
     A[0, 0], B[1, 1] = 0.0, -0.0
     cpu, gpu = both(A, B, mode=mode, substrate="fp8")
@@ -320,7 +327,9 @@ def test_fp8_substrate_same_bits(rng, mode):
         assert same_bits(gpu, reference.exact_matmul(A, B))
 
 
-def test_fp8_substrate_complex_and_stack(rng):
+@new_kernels
+def test_fp8_substrate_complex_and_stack(rng, monkeypatch, new_kernels):
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", new_kernels)
     A = inputs.normal(rng, (3, 20, 33)) + 1j * inputs.normal(rng, (3, 20, 33))
     B = inputs.normal(rng, (3, 33, 18)) - 1j * inputs.normal(rng, (3, 33, 18))
     cpu, gpu = both(A, B, substrate="fp8")
@@ -355,9 +364,12 @@ def test_fp8_digit_gemms_exact_on_adversarial_sums(rng, k):
     assert bad.size == 0, f"{len(bad)} inexact, first {bad[:3].tolist()}: {got[tuple(bad[0])]} != {want[tuple(bad[0])]}"
 
 
-def test_fp8_residue_gemm_across_chunks(rng, monkeypatch):
-    """A residue product longer than one FP32-exact chunk (fp8.K_CHUNK lowered) equals the int8 one."""
+@new_kernels
+def test_fp8_residue_gemm_across_chunks(rng, monkeypatch, new_kernels):
+    """A residue product longer than one FP32-exact chunk (fp8.K_CHUNK lowered) equals the int8
+    one, a matrix and a stack of three (batch, the rows of each padded to 16)."""
     import cupy
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", new_kernels)
     from ozaki.backends import cupy_backend
     from ozaki.gemm import fp8
     monkeypatch.setattr(fp8, "K_CHUNK", 64)
@@ -365,6 +377,8 @@ def test_fp8_residue_gemm_across_chunks(rng, monkeypatch):
     Rbt = cupy.asarray(rng.integers(-128, 128, (2, 40, 300)).astype(np.int8))
     Ra[0], Rbt[0] = -128, -128
     assert cupy.array_equal(fp8.gemm(cupy_backend, Ra, Rbt), cupy_backend.gemm(Ra, Rbt))
+    Ra, Rbt = Ra[:, :21], Rbt[:, :39]                       # 3 x 7 rows by 3 x 13
+    assert cupy.array_equal(fp8.gemm(cupy_backend, Ra, Rbt, 3), cupy_backend.gemm(Ra, Rbt, 3))
 
 
 @pytest.mark.parametrize("out_dtype", [np.float64, np.float32])
@@ -438,6 +452,7 @@ def test_epilogue_vec(rng, monkeypatch, forced, dtype, m, complex_):
     count, a base one element off the pack's alignment), which fall back to a smaller VEC."""
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", "epilogue_vec")
     if forced:
         monkeypatch.setenv("OZAKI_EPILOGUE_VEC", forced)
     else:
@@ -477,11 +492,12 @@ def test_epilogue_vec_rejects_bad_override(monkeypatch):
 
 
 @pytest.mark.parametrize("shape", [(1, 1, 1), (1, 33, 257), (3, 70, 300), (2, 64, 512)])
-def test_maxima_kernel(rng, shape):
+def test_maxima_kernel(rng, monkeypatch, shape):
     """The bound GEMM's row and column maxima in one pass against numpy's, on whole stacks and
     on a strided column window; a zero matrix, and maxima at the tiles' edges."""
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", "maxima")
     M = rng.integers(0, 2 ** 31 - 1, shape).astype(np.int32)
     M[0, -1, -1] = 2 ** 31 - 1
     if shape[0] > 1:
@@ -551,6 +567,7 @@ def test_scan_rows_kernel(rng, monkeypatch, rows, k, blocks_per_sm):
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
     monkeypatch.setattr(cupy_backend, "SCAN_BLOCKS_PER_SM", blocks_per_sm)
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", "scan_grid")
     x = inputs.sprinkle_specials(rng, inputs.wide(rng, (rows, k), 500), 0.02)
     x[0, : max(1, k // 3)] = 2.0 ** -1070
     bits = min(30, 62 - k.bit_length())                  # certified's bound (scheme.bound_side)
