@@ -58,7 +58,8 @@ def time_paired(fn, native, warmup=1, repeats=7):
     return float(np.median(times[fn])), float(np.median(times[native]))
 
 
-BACKEND_STEPS = ("scan_rows", "residues", "transposed", "gemm", "gemm_fp32_digits", "epilogue")
+BACKEND_STEPS = ("scan_rows", "residues", "transposed", "gemm", "fp8_operands", "fp8_products", "fp8_recombine",
+                 "epilogue")
 
 
 def step_split(fn, steps=BACKEND_STEPS):

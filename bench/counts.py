@@ -30,7 +30,8 @@ import time
 
 import numpy as np
 
-STEPS = {"residues": ("residues", "add_residues"), "gemm": ("gemm", "gemm_fp32_digits", "fused_product"),
+STEPS = {"residues": ("residues", "add_residues", "fp8_operands"),
+         "gemm": ("gemm", "gemm_fp32_digits", "fp8_products", "fp8_recombine", "fused_product"),
          "epilogue": ("epilogue",), "scans": ("scan_rows", "split")}
 # the modules whose code runs on device arrays (the backends excluded: their insides are kernels;
 # ozaki/__init__ too: its device syncs are for integer operands, its int() of shapes are host values)

@@ -186,16 +186,19 @@ def _wide_digits(m, width, k):
 # 2.96 ms; 2.86 against 3.55 and 3.49.  RESIDUE_UNROLL (OZAKI_RESIDUE_UNROLL=N) forces N
 # at a time, 0 fully unrolled (that sweep).
 RESIDUE_REGISTERS = 80
-def _residue_unroll(text):
-    """OZAKI_RESIDUE_UNROLL's value: None (unset: the register rule), 0 or a positive count."""
+
+
+def _count_env(name, default=None):
+    """The environment variable ``name`` as a count >= 0 (``default`` when unset)."""
+    text = os.environ.get(name)
     if not text:
-        return None
+        return default
     if not text.isdigit():
-        raise ValueError(f"OZAKI_RESIDUE_UNROLL must be a count of moduli (0: all), not {text!r}")
+        raise ValueError(f"{name} must be a count (an integer >= 0), not {text!r}")
     return int(text)
 
 
-RESIDUE_UNROLL = _residue_unroll(os.environ.get("OZAKI_RESIDUE_UNROLL"))
+RESIDUE_UNROLL = _count_env("OZAKI_RESIDUE_UNROLL")       # None: the register rule; 0: all moduli
 
 
 def _num_regs(kern):
@@ -351,7 +354,7 @@ SHORT_ROW = 1024
 # pass; with a block a row every row was read from memory twice.
 # OZAKI_SCAN_BLOCKS_PER_SM=0 launches a block a row group again.
 SCAN_LONG_ROW = 2048
-SCAN_BLOCKS_PER_SM = int(os.environ.get("OZAKI_SCAN_BLOCKS_PER_SM") or 2)
+SCAN_BLOCKS_PER_SM = _count_env("OZAKI_SCAN_BLOCKS_PER_SM", 2)
 
 
 def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, halves=False):
@@ -696,7 +699,7 @@ def fp8_recombine(XX, XY, YY, out, add=False):
     out (batch, m, n) int32/int64 at any row and matrix stride (one modulus of the product
     stack), the digit products (batch, >= m, >= n) float32 alike; one kernel pass."""
     batch, m, n = out.shape
-    if not _new_kernel("fp8_digits"):
+    if not _new_kernel("fp8_digits") or (n > 1 and out.strides[2] != out.itemsize):
         return numpy_backend.fp8_recombine(XX, XY, YY, out, add, xp=cupy)
     if out.size == 0:
         return out
@@ -996,12 +999,13 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype
 
 def maxima(M):
     """As numpy_backend.maxima: the row and column maxima of a stack of non-negative int32
-    matrices M (batch, m, n), (batch*m,), (batch*n,), in one pass (kernels/maxima.cu)."""
+    matrices M (batch, m, n), (batch*m,), (batch*n,), in one pass (kernels/maxima.cu); an
+    int64 M (k past gemm's int32 chunk: entries up to 4096 k) by two CuPy reductions."""
     batch, m, n = M.shape
-    if not _new_kernel("maxima"):
+    if not _new_kernel("maxima") or M.dtype != cupy.int32:     # int64: the bound GEMM's long k chunks
         return numpy_backend.maxima(M, xp=cupy)
-    if M.dtype != cupy.int32 or (n > 1 and M.strides[2] != 4):
-        M = cupy.ascontiguousarray(M, dtype=cupy.int32)
+    if n > 1 and M.strides[2] != 4:
+        M = cupy.ascontiguousarray(M)
     found = cupy.zeros(batch * (m + n), dtype=cupy.int32)           # one memset for both
     row_max, col_max = found[:batch * m], found[batch * m:]
     tiles = batch * -(-m // 32) * -(-n // 256)

@@ -143,7 +143,7 @@ def bound_bottoms(maxima, e, bound):
 
     From the exponents alone (maxima = f 2**r, bound = g 2**q, f and g in
     [0.5, 1)): s = q - r, one less when f > g.  Exact integer work (the maxima
-    are integers below 2**31, exact in float64), so kernels agree bit for bit.
+    are integers of at most 4096 k, exact in float64), so kernels agree bit for bit.
     """
     f, r = np.frexp(maxima.astype(np.float64))
     g, q = math.frexp(bound)

@@ -108,6 +108,9 @@ def gemm(backend, Ra, Rbt, batch=1):
     b, rows, k = Ra.shape
     m, n = rows // batch, Rbt.shape[1] // batch
     out = xp.empty((batch, b, m, n), dtype=xp.int32 if k <= INT32_K else xp.int64)
+    if out.size == 0 or k == 0:
+        out[...] = 0
+        return out
     for i in range(b):
         for k0 in range(0, max(k, 1), K_CHUNK):
             Da = backend.fp8_operands(Ra[i, :, k0:k0 + K_CHUNK], "a", batch)

@@ -507,6 +507,10 @@ def test_maxima_kernel(rng, monkeypatch, shape):
         want = numpy_backend.maxima(view)
         for g, w in zip(got, want):
             assert np.array_equal(cupy.asnumpy(g), w)
+    # int64 (the bound GEMM past gemm's int32 chunk): entries past 2**31 kept, not wrapped
+    W = M.astype(np.int64) * 3
+    for g, w in zip(cupy_backend.maxima(cupy.asarray(W)), numpy_backend.maxima(W)):
+        assert g.dtype == cupy.int64 and np.array_equal(cupy.asnumpy(g), w)
 
 
 def test_runs_on_the_current_stream(rng):

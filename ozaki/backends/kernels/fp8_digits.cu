@@ -12,7 +12,8 @@
 //                   three FP32 digit products, exact integers (fp8.recombine), into one
 //                   modulus' products at any row and matrix stride
 //
-// Compile-time: E4M3_INIT, the e4m3 bytes of the integers -16..16 (fp8.E4M3_CODES); OUT_T
+// Compile-time: E4M3_INIT, fp8.E4M3_CODES's bytes of the integers -16..16 (the digits' -8..8
+// as e4m3, the rest 0x7F, NaN, so a stray one shows); OUT_T
 // (int or long long) and ADD for recombine.
 
 __constant__ unsigned char E4M3[33] = E4M3_INIT;     // E4M3[v + 16]: the byte of v
