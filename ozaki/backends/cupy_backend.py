@@ -14,7 +14,7 @@
     bound_maxima  accurate mode's bound GEMM with its row/column maxima taken on
               chip (the same kernel's other epilogue)
     maxima    the row and column maxima of the bound GEMM's M where it went through
-              memory, in one pass (kernels/maxima.cu)
+              memory (CuPy's reductions)
     gemm_fp32_digits  the fp8 substrate's digit GEMMs on cuBLASLt FP8 (torch._scaled_mm)
     fp8_operands, fp8_products, fp8_recombine  the fp8 substrate's steps a modulus
               (kernels/fp8_digits.cu around cuBLASLt FP8)
@@ -327,35 +327,32 @@ def flags_found(flags_a, flags_b, host=True):
     return int(found) if host else found
 
 
-# Kernels of 2026-12-05 whose device run could not be made that day (no H200 was lent):
-# each stays off, the verified code it replaces running instead, until a device run has
-# passed its tests; OZAKI_NEW_KERNELS=all (or a comma list of these names) turns them on.
-# Their host builds (tests/backends/test_{epilogue,fp8_digits,maxima}_host.py) run in CI.
-#   epilogue_vec  the epilogue's adjacent outputs a thread (EPILOGUE_VEC)
-#   scan_grid     long rows scanned by SCAN_BLOCKS_PER_SM blocks a multiprocessor
-#   maxima        the bound GEMM's maxima in one pass (kernels/maxima.cu)
-#   fp8_digits    the fp8 substrate's operands and recombination (kernels/fp8_digits.cu)
-NEW_KERNELS = ("epilogue_vec", "scan_grid", "maxima", "fp8_digits")
+# Kernels that replace verified code switch on only after a device run has passed
+# their tests.  OZAKI_NEW_KERNELS names the ones on ("all", "none", or a comma list);
+# unset, NEW_KERNELS_ON.  First run 2026-12-05 (H100, bench/results/2026-12-05-h100):
+#   epilogue_vec  the epilogue's adjacent outputs a thread (EPILOGUE_VEC): 7.70 against
+#                 8.00 ms at 16384, accurate:14
+#   fp8_digits    the fp8 substrate's operands and recombination (kernels/fp8_digits.cu):
+#                 fp8 at 3.99x / 4.20x the int8 time at 8192 / 16384 (was 10-20x)
+# Measured there and removed: a scan grid capped at 2 blocks a multiprocessor so long
+# rows stay in L2 (4.44 against 3.03 ms for the two scans at 16384: too few loads in
+# flight), and a one-pass maxima kernel (1.47 ms against about 0.8 for CuPy's two
+# reductions at 16384; its atomics).
+NEW_KERNELS = ("epilogue_vec", "fp8_digits")
+NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits")
 
 
 def _new_kernel(name):
     """Whether NEW_KERNELS' ``name`` is on (OZAKI_NEW_KERNELS, read at each call)."""
-    on = os.environ.get("OZAKI_NEW_KERNELS", "")
+    on = os.environ.get("OZAKI_NEW_KERNELS")
+    if on is None:
+        return name in NEW_KERNELS_ON
     return on == "all" or name in on.split(",")
 
 
 # Rows up to this long are scanned by one warp each (8 rows a block) instead of
 # a block of 256 threads each: a stack of small matrices has many short rows.
 SHORT_ROW = 1024
-
-# Rows longer than this are scanned by at most SCAN_BLOCKS_PER_SM blocks a
-# multiprocessor (looping over the rows), so the rows in flight (132 x 2 x 128 KB
-# at k = 16384, under the H200's 50 MB L2) are still cached for the scan's second
-# pass; with a block a row every row was read from memory twice.
-# OZAKI_SCAN_BLOCKS_PER_SM=0 launches a block a row group again.
-SCAN_LONG_ROW = 2048
-SCAN_BLOCKS_PER_SM = _count_env("OZAKI_SCAN_BLOCKS_PER_SM", 2)
-
 
 def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, halves=False):
     """As numpy_backend.scan_rows, one block (or, for short rows, one warp) per row
@@ -380,8 +377,6 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, 
     if rows == 0:
         return amax, flags, e, c, sumsq
     blocks = -(-rows // per_block)
-    if k > SCAN_LONG_ROW and SCAN_BLOCKS_PER_SM > 0 and _new_kernel("scan_grid"):
-        blocks = min(blocks, SCAN_BLOCKS_PER_SM * _multiprocessors(_device()))
     kern((blocks,), (256,), (cupy.ascontiguousarray(x, dtype=cupy.float64), np.int64(rows),
                                            np.int64(k), np.int64(kpad),
                            amax, flags, null if e is None else e, null if c is None else c,
@@ -998,23 +993,10 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype
 
 
 def maxima(M):
-    """As numpy_backend.maxima: the row and column maxima of a stack of non-negative int32
-    matrices M (batch, m, n), (batch*m,), (batch*n,), in one pass (kernels/maxima.cu); an
-    int64 M (k past gemm's int32 chunk: entries up to 4096 k) by two CuPy reductions."""
-    batch, m, n = M.shape
-    if not _new_kernel("maxima") or M.dtype != cupy.int32:     # int64: the bound GEMM's long k chunks
-        return numpy_backend.maxima(M, xp=cupy)
-    if n > 1 and M.strides[2] != 4:
-        M = cupy.ascontiguousarray(M)
-    found = cupy.zeros(batch * (m + n), dtype=cupy.int32)           # one memset for both
-    row_max, col_max = found[:batch * m], found[batch * m:]
-    tiles = batch * -(-m // 32) * -(-n // 256)
-    if tiles:
-        grid, block = _grid(tiles * 256, 256)
-        _kernel("maxima.cu", "maxima", (), _device())(grid, block, (M, np.int64(batch), np.int64(m), np.int64(n),
-                                                                    np.int64(M.strides[1] // 4),
-                                                                    np.int64(M.strides[0] // 4), row_max, col_max))
-    return row_max, col_max
+    """As numpy_backend.maxima: the row and column maxima of a stack of non-negative
+    matrices M (batch, m, n), by CuPy's reductions (a one-pass kernel with atomics was
+    slower on the H100: see NEW_KERNELS)."""
+    return numpy_backend.maxima(M, xp=cupy)
 
 
 def bound_maxima(ahat, bhat, batch=1):

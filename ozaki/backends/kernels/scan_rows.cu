@@ -14,12 +14,7 @@
 //   SUM_CEILINGS sumsq[r] = sum c instead (certified mode's bound of sum |x|)
 // Everything is an integer or a maximum: the result does not depend on the
 // order of the reduction, so it matches numpy bit for bit.  A row is a block
-// of 256 threads, or a warp when rows are short (ROW_THREADS 32).  The blocks
-// loop over the row groups (gridDim.x of them at a time): the host launches few
-// enough blocks for long rows that the rows in flight stay in L2 between the two
-// passes over each row (the maximum, then the ceilings), which otherwise read
-// every row from memory twice (16384^2: 128 KB rows, 1.04 ms an operand, about
-// the copy roof for two reads, run 54dc438).
+// of 256 threads, or a warp when rows are short (ROW_THREADS 32).
 
 #define THREADS 256
 // Threads per row: 256, or 32 for short rows (a warp a row, 8 rows a block).
@@ -60,59 +55,56 @@ extern "C" __global__ void scan_rows(const double* __restrict__ x, long long row
     __shared__ int sflag[THREADS];
     __shared__ long long ssum[THREADS];
     const int lane = threadIdx.x % ROW_THREADS;
-    const long long groups = (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
-    for (long long group = blockIdx.x; group < groups; group += gridDim.x) {   // uniform a block
-        long long r = group * ROWS_PER_BLOCK + threadIdx.x / ROW_THREADS;
-        const bool active = r < rows;          // a partial last block: the idle rows still reduce
-        const double* row = x + (active ? r : 0) * k;
-        const long long kk = active ? k : 0;
-        double m = 0.0;
-        int f = 0;
-        for (long long j = lane; j < kk; j += ROW_THREADS) {
-            double v = row[j];
-            if (!isfinite(v)) f |= 1;
-            else {
-                if (v == 0.0) f |= 2;
-                m = fmax(m, fabs(v));
-            }
+    long long r = (long long)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / ROW_THREADS;
+    const bool active = r < rows;          // a partial last block: the idle rows still reduce
+    const double* row = x + (active ? r : 0) * k;
+    const long long kk = active ? k : 0;
+    double m = 0.0;
+    int f = 0;
+    for (long long j = lane; j < kk; j += ROW_THREADS) {
+        double v = row[j];
+        if (!isfinite(v)) f |= 1;
+        else {
+            if (v == 0.0) f |= 2;
+            m = fmax(m, fabs(v));
         }
-        m = row_reduce(m, smax, MaxOp());
-        f = row_reduce(f, sflag, OrOp());
-        if (active && lane == 0) { amax[r] = m; flags[r] = (signed char)f; }
+    }
+    m = row_reduce(m, smax, MaxOp());
+    f = row_reduce(f, sflag, OrOp());
+    if (active && lane == 0) { amax[r] = m; flags[r] = (signed char)f; }
 #if CEIL_BITS > 0
-        auto ceiling = [](double v, int e) {
-            return (isfinite(v) && v != 0.0) ? fmax(ceil(ldexp(fabs(v), e)), 1.0) : 0.0;
-        };
-        int fe;
-        frexp(m, &fe);
-        if (m == 0.0) fe = 0;
-        int e = CEIL_BITS - fe;
-        if (active && lane == 0) e_out[r] = e;
-        long long acc = 0;
-        const long long kp = active ? kpad : 0;
+    auto ceiling = [](double v, int e) {
+        return (isfinite(v) && v != 0.0) ? fmax(ceil(ldexp(fabs(v), e)), 1.0) : 0.0;
+    };
+    int fe;
+    frexp(m, &fe);
+    if (m == 0.0) fe = 0;
+    int e = CEIL_BITS - fe;
+    if (active && lane == 0) e_out[r] = e;
+    long long acc = 0;
+    const long long kp = active ? kpad : 0;
 #ifdef HAT_HALVES
-        const long long half = k / 2;
-        for (long long j = lane; j < kp; j += ROW_THREADS)
-            hat[r * kpad + j] = (signed char)(int)(j < half ? ceiling(row[j], e) + ceiling(row[j + half], e) : 0.0);
+    const long long half = k / 2;
+    for (long long j = lane; j < kp; j += ROW_THREADS)
+        hat[r * kpad + j] = (signed char)(int)(j < half ? ceiling(row[j], e) + ceiling(row[j + half], e) : 0.0);
 #else
-        for (long long j = lane; j < kp; j += ROW_THREADS) {
-            double c = ceiling(j < k ? row[j] : 0.0, e);
+    for (long long j = lane; j < kp; j += ROW_THREADS) {
+        double c = ceiling(j < k ? row[j] : 0.0, e);
 #ifdef WRITE_HAT
-            hat[r * kpad + j] = (signed char)(int)c;
+        hat[r * kpad + j] = (signed char)(int)c;
 #endif
 #if defined(SUM_SQUARES)
-            long long ci = (long long)c;
-            acc += ci * ci;
+        long long ci = (long long)c;
+        acc += ci * ci;
 #elif defined(SUM_CEILINGS)
-            acc += (long long)c;
-#endif
-        }
-#endif
-#if defined(SUM_SQUARES) || defined(SUM_CEILINGS)
-        acc = row_reduce(acc, ssum, SumOp());
-        if (active && lane == 0) sumsq[r] = acc;
-#endif
+        acc += (long long)c;
 #endif
     }
+#endif
+#if defined(SUM_SQUARES) || defined(SUM_CEILINGS)
+    acc = row_reduce(acc, ssum, SumOp());
+    if (active && lane == 0) sumsq[r] = acc;
+#endif
+#endif
     (void)smax; (void)sflag; (void)ssum;
 }
