@@ -329,7 +329,7 @@ def flags_found(flags_a, flags_b, host=True):
 
 # Kernels that replace verified code switch on only after a device run has passed
 # their tests.  OZAKI_NEW_KERNELS names the ones on ("all", "none", or a comma list);
-# unset, NEW_KERNELS_ON.  First run 2026-12-05 (H100, bench/results/2026-12-05-h100):
+# unset, NEW_KERNELS_ON.  First run 2026-12-05 (H100, bench/results/2026-12-05-024cda9-h100):
 #   epilogue_vec  the epilogue's adjacent outputs a thread (EPILOGUE_VEC): 7.70 against
 #                 8.00 ms at 16384, accurate:14
 #   fp8_digits    the fp8 substrate's operands and recombination (kernels/fp8_digits.cu):
