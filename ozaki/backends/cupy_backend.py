@@ -743,10 +743,12 @@ def _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride):
     return vec
 
 
-def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False):
+def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False, out=None):
     """CRT, Kulisch sum of slice pairs and one rounding to ``out_dtype`` (float64 or
     float32), in one kernel pass; ``residual``: the outputs' rounding residuals after
-    them (as numpy_backend.epilogue).
+    them (as numpy_backend.epilogue).  ``out``: arrays (rows, cols) to write the
+    outputs into, as numpy_backend.epilogue's (here: views of one stride, any rows
+    apart: a block of a larger result, written in place instead of copied there).
 
     ``products``: per slice pair a tuple of product stacks (m, rows, cols), the
     int8/int32/int64 products or any residues of them mod p_i: (P,)
@@ -779,7 +781,13 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     if vec > 1:
         defines += (("VEC", vec),)
     kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
-    if complex_:           # the parts written into one complex array (complex_of returns it, no copy)
+    step = 2 if complex_ else 1
+    out_stride = step * cols
+    if out is not None:
+        outs, rhos = list(out[:step]), list(out[step:]) or [np.uint64(0)]
+        _check_outs(out, rows, cols, out_dtype, step, residual)
+        out_stride, step = (s // outs[0].itemsize for s in outs[0].strides)
+    elif complex_:         # the parts written into one complex array (complex_of returns it, no copy)
         whole = cupy.empty((rows, cols), dtype=np.result_type(out_dtype, np.complex64)).view(out_dtype)
         outs = [whole[:, 0::2], whole[:, 1::2]]
         pairs = cupy.empty((rows, 2 * cols), dtype=cupy.float64) if residual else None
@@ -787,16 +795,30 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     else:
         outs = [cupy.empty((rows, cols), dtype=out_dtype)]
         rhos = [cupy.empty((rows, cols), dtype=cupy.float64)] if residual else [np.uint64(0)]
-    step = 2 if complex_ else 1
     one, table = _operands(arrays, npairs > 1)
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
     grid, block = _grid(rows * cols // vec, 128)
     kern(grid, block, one + (table, np.int32(npairs), np.int64(rows), np.int64(cols), np.int64(mod_stride),
                              np.int64(row_stride), shift_table,
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
-                       cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(step * cols),
+                       cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(out_stride),
                        np.int64(step), rhos[0], rhos[-1]))
     return outs + rhos if residual else outs
+
+
+def _check_outs(out, rows, cols, out_dtype, parts, residual):
+    """ValueError unless ``out`` suits the epilogue: parts outputs (and as many float64
+    residuals) of shape (rows, cols) whose strides, in elements, are one pair (the kernel
+    indexes every one with the same element offsets)."""
+    dtypes = [np.dtype(out_dtype)] * parts + ([np.dtype(np.float64)] * parts if residual else [])
+    if len(out) != len(dtypes):
+        raise ValueError(f"epilogue: out needs {len(dtypes)} arrays, not {len(out)}")
+    for o, dt in zip(out, dtypes):
+        if o.shape != (rows, cols) or o.dtype != dt:
+            raise ValueError(f"epilogue: out arrays must be {dt} of shape {(rows, cols)}, not {o.dtype} {o.shape}")
+        if any(s % o.itemsize for s in o.strides) or (
+                [s // o.itemsize for s in o.strides] != [s // out[0].itemsize for s in out[0].strides]):
+            raise ValueError("epilogue: out arrays must share their strides, in whole elements")
 
 
 def complex_of(re, im):

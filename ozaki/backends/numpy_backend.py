@@ -277,10 +277,11 @@ def fp8_recombine(XX, XY, YY, out, add=False, xp=np):
     return out
 
 
-def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False):
+def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False, out=None):
     """CRT each pair's products, add them into one Kulisch accumulator, round once to
     ``out_dtype`` (float64 or float32: kulisch.round_to).  ``residual``: each output's
-    rounding residual (round_to's, float64) after the outputs.
+    rounding residual (round_to's, float64) after the outputs.  ``out``: arrays
+    (rows, cols) the results are written into and returned (a block of a larger result).
 
     products: per slice pair a tuple of int arrays (m_mod, rows, cols): (P,) for
     a real product, (P1, P2, P3) = (Ar Br, Ai Bi, (Ar + Ai)(Br + Bi)) for a
@@ -304,7 +305,16 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     for o in range(nout):
         kulisch.normalize(acc[o])
         outs.append(kulisch.round_to(acc[o], beta_a[:, None] + beta_b[None, :], out_dtype, residual))
-    return [o for o, _ in outs] + [r for _, r in outs] if residual else outs
+    outs = [o for o, _ in outs] + [r for _, r in outs] if residual else outs
+    if out is None:
+        return outs
+    if len(out) != len(outs):
+        raise ValueError(f"epilogue: out needs {len(outs)} arrays, not {len(out)}")
+    for o, r in zip(out, outs):
+        if o.shape != r.shape or o.dtype != r.dtype:
+            raise ValueError(f"epilogue: out arrays must be {r.dtype} of shape {r.shape}, not {o.dtype} {o.shape}")
+        o[...] = r
+    return list(out)
 
 
 # ------------------------------------------------- FFT elementwise products --

@@ -78,12 +78,37 @@ def test_same_bits_large(rng, n):
         assert same_bits(cpu, gpu)
 
 
-def test_blocked_workspace(rng):
+@pytest.mark.parametrize("kind", ["real", "complex", "float32"])
+@pytest.mark.parametrize("path", ["cublas", "fused"])
+def test_blocked_workspace(rng, kind, path):
+    """A product cut into row and column blocks (a small workspace): each block's epilogue
+    writes into the result where it lies (a complex one into the halves of one complex
+    array), and the bits are the unblocked CPU product's."""
     A, B = inputs.wide(rng, (300, 200), 10), inputs.wide(rng, (200, 170), 10)
+    if kind == "complex":
+        A, B = A + 1j * inputs.wide(rng, A.shape, 10), B - 1j * inputs.wide(rng, B.shape, 10)
+    elif kind == "float32":
+        A, B = A.astype(np.float32), B.astype(np.float32)
     cpu, _ = both(A, B, mode="accurate")
-    with ozaki.config(workspace=400_000):
+    with ozaki.config(workspace=400_000 if kind == "real" else 200_000, path=path):
         _, gpu = both(A, B, mode="accurate")
+    assert gpu.dtype == cpu.dtype and gpu.flags.c_contiguous
     assert same_bits(cpu, gpu)
+
+
+def test_epilogue_out_checked():
+    """out= arrays of the wrong shape, dtype or strides are refused, not written."""
+    import cupy
+    from ozaki.backends import cupy_backend
+    P = cupy.zeros((14, 4, 8), dtype=cupy.int32)
+    beta_a, beta_b = cupy.zeros(4, dtype=cupy.int64), cupy.zeros(8, dtype=cupy.int64)
+    big = cupy.zeros((6, 10))
+    for out in ([big[:4, :7]], [big[:4, :8].astype(cupy.float32)], [big[:4, :8], big[:4, :8]]):
+        with pytest.raises(ValueError, match="out"):
+            cupy_backend.epilogue([(P,)], [0], 14, beta_a, beta_b, out=out)
+    got = cupy_backend.epilogue([(P + 1,)], [0], 14, beta_a, beta_b, out=[big[1:5, 2:10]])
+    assert got[0].data.ptr == big[1:5, 2:10].data.ptr
+    assert (big[1:5, 2:10] == 1).all() and (big[0] == 0).all() and (big[:, :2] == 0).all()
 
 
 def test_mixed_array_types_refused():
@@ -656,7 +681,8 @@ def test_exact_by_test_same_bits(rng, monkeypatch, dtype, spread):
 
 @pytest.mark.parametrize("path", ["fused", "cublas", "cutlass"])
 @pytest.mark.parametrize("complex_", [False, True])
-def test_epilogue_residuals_same_as_numpy(rng, path, complex_):
+@pytest.mark.parametrize("workspace", [None, 150_000])      # 150_000: in blocks, written in place
+def test_epilogue_residuals_same_as_numpy(rng, path, complex_, workspace):
     """The epilogues' rounding residuals (epilogue.cu and fused.cu, RESIDUAL) are numpy's
     (kulisch.round_to(residual=True)) on every product path, real and complex."""
     import cupy
@@ -669,8 +695,8 @@ def test_epilogue_residuals_same_as_numpy(rng, path, complex_):
         pytest.skip("the residue GEMM is not built here")
     got = []
     for be, X, Y in ((numpy_backend, A, B), (cupy_backend, cupy.asarray(A), cupy.asarray(B))):
-        C, _, _ = scheme._finite_piece(X, Y, "accurate", 20, be, be.default_workspace(), complex_, "int8", path,
-                                       np.dtype(np.float64), residual=True)
+        C, _, _ = scheme._finite_piece(X, Y, "accurate", 20, be, workspace or be.default_workspace(), complex_,
+                                       "int8", path, np.dtype(np.float64), residual=True)
         got.append([np.asarray(c if be is numpy_backend else cupy.asnumpy(c)) for c in C])
     assert len(got[0]) == len(got[1]) == (4 if complex_ else 2)
     for c, g in zip(*got):
