@@ -94,11 +94,15 @@
 #             moduli (paired), fp8 against int8 at 8192 and 16384, ZGEMM 8192, the FFT with VEC 2 forced
 #   s11b      every GPU test in three groups run at once (backends; fused; FFT, linalg, dask, API and the rest);
 #             s11a ends with them too (170 s)
+#   s12a      this session's changes (the one-read scan, blocks written in place, the NEW_KERNELS now on):
+#             their GPU tests, the time per kernel at 16384 (accurate:14) read once and twice, the squares
+#             4096-16384 at 16, 15 and 14 moduli, ZGEMM 8192, the epilogue under ncu, then every GPU test in
+#             three groups at once until 570 s
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -278,8 +282,25 @@ elif [ "$profile" = s11a ]; then
             python3 -m bench.fft --cubes 256 --sizes --repeats 2 --out "$W/fft_vec$v.json"
     done
 fi
-if [ "$profile" = s11b ] || [ "$profile" = s11a ]; then    # three groups at once: mostly compiling (CPU)
+if [ "$profile" = s12a ]; then
+    gpu_tests gpu_changed 150 tests/backends/test_cupy_backend.py \
+        -k "scan_rows or blocked or epilogue or fp8 or complex_result_without_copy"
+    stage kernels_16384 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 10
+    stage kernels_16384_two_reads 45 env OZAKI_SCAN_ONE_PASS=0 python3 -m bench.kernel_times \
+        matmul 16384 --mode accurate:14 --top 10
+    stage gemm 120 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal --no-emulated --samples 12 \
+        --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
+    stage zgemm 70 python3 -m bench.gemm --sizes 8192 --families complex --no-emulated --samples 12 \
+        --repeats 3 --modes accurate:15 accurate:14 --out "$W/zgemm.json"
+    stage ncu_epilogue 80 ncu --clock-control none -k regex:^epilogue --launch-count 1 \
+        --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis --section WarpStateStats \
+        python3 -c "import cupy, numpy as np, ozaki; rng = np.random.default_rng(5)
+A, B = (cupy.asarray(rng.standard_normal((16384, 16384))) for _ in range(2))
+ozaki.matmul(A, B, mode='accurate', num_moduli=14); cupy.cuda.Device().synchronize()"
+fi
+if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ]; then    # three groups at once: mostly compiling (CPU)
     limit=$([ "$profile" = s11a ] && echo 170 || echo 520)
+    [ "$profile" = s12a ] && limit=$(( 570 - SECONDS > 60 ? 570 - SECONDS : 60 ))
     gpu_tests gpu_backend $limit tests/backends/test_cupy_backend.py tests/backends/test_cupy_float32.py \
         tests/backends/test_graphs.py tests/backends/test_prepared_gpu.py tests/backends/test_residue_gemm.py &
     gpu_tests gpu_fused $limit tests/backends/test_fused.py &
@@ -288,7 +309,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ]; then    # three groups at onc
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then
@@ -525,6 +546,7 @@ echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
 for f in "$W"/ncu_residues_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; grep -E "Duration|Executed Ipc A|Issue Slots Busy|Achieved Occupancy|Registers Per|DRAM Throughput|Compute \(SM\) Throughput|Memory Throughput|Stall|L2 Hit|Warp Cycles Per Issued" "$f" | head -24; }; done
 for f in "$W"/kernels_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; head -22 "$f"; }; done
+[ -f "$W/ncu_epilogue.txt" ] && { echo "== ncu epilogue =="; grep -E "Duration|Registers Per|Achieved Occupancy|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Issue Slots Busy|L2 Hit|Warp Cycles Per Issued|Stall" "$W/ncu_epilogue.txt" | head -24; }
 [ -f "$W/ncu.txt" ] && { echo "== ncu =="; grep -E "^  fused|Duration|Executed Instructions  |Registers Per|Issue Slots Busy|Achieved Occ" "$W/ncu.txt"; }
 [ -f "$W/fft_profile.txt" ] && { echo "== FFT profile =="; head -45 "$W/fft_profile.txt"; }
 ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_table.txt "$W"/fft_cublas.txt "$W"/fft_direct.txt "$W"/fft_auto.txt "$W"/fft_fused.txt "$W"/fft_e1500.txt "$W"/fft_e300.txt "$W"/fft_1024.txt "$W"/fft_vecauto.txt "$W"/fft_vec2.txt 2>/dev/null | cut -c1-480; }
