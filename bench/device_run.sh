@@ -94,7 +94,7 @@
 #             moduli (paired), fp8 against int8 at 8192 and 16384, ZGEMM 8192, the FFT with VEC 2 forced
 #   s11b      every GPU test in three groups run at once (backends; fused; FFT, linalg, dask, API and the rest);
 #             s11a ends with them too (170 s)
-#   s12a      this session's changes (the one-read scan, blocks written in place, the NEW_KERNELS now on):
+#   s12a      this session's changes (the one-read scan on, blocks written in place, the NEW_KERNELS now on):
 #             their GPU tests, the time per kernel at 16384 (accurate:14) read once and twice, the squares
 #             4096-16384 at 16, 15 and 14 moduli, ZGEMM 8192, the epilogue under ncu, then every GPU test in
 #             three groups at once until 570 s
@@ -266,10 +266,10 @@ elif [ "$profile" = s10a ]; then
         --out "$W/gemm_skinny.json"
     stage kernels_16384_accurate_14 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 14
 elif [ "$profile" = s11a ]; then
-    export OZAKI_NEW_KERNELS=all       # cupy_backend.NEW_KERNELS, off by default until this run passes
-    gpu_tests gpu_epilogue 150 tests/backends/test_cupy_backend.py -k "epilogue or complex_of or same_bits or fp8 or row_strides or complex_result_without_copy or residues_kernel or scan_rows or maxima"
+    export OZAKI_NEW_KERNELS=all       # cupy_backend.NEW_KERNELS (run 024cda9 on an H100: two kept, two removed)
+    gpu_tests gpu_epilogue 150 tests/backends/test_cupy_backend.py -k "epilogue or complex_of or same_bits or fp8 or row_strides or complex_result_without_copy or residues_kernel or scan_rows"
     stage kernels_16384_after 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 8
-    stage kernels_16384_before 45 env OZAKI_NEW_KERNELS= python3 -m bench.kernel_times \
+    stage kernels_16384_before 45 env OZAKI_NEW_KERNELS=none python3 -m bench.kernel_times \
         matmul 16384 --mode accurate:14 --top 6
     stage gemm 200 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal --no-emulated --samples 12 \
         --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -283,10 +283,11 @@ elif [ "$profile" = s11a ]; then
     done
 fi
 if [ "$profile" = s12a ]; then
+    export OZAKI_NEW_KERNELS=all       # scan_one_read too (cupy_backend.NEW_KERNELS), off by default until this passes
     gpu_tests gpu_changed 150 tests/backends/test_cupy_backend.py \
         -k "scan_rows or blocked or epilogue or fp8 or complex_result_without_copy"
     stage kernels_16384 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 10
-    stage kernels_16384_two_reads 45 env OZAKI_SCAN_ONE_PASS=0 python3 -m bench.kernel_times \
+    stage kernels_16384_two_reads 45 env OZAKI_NEW_KERNELS=epilogue_vec,fp8_digits python3 -m bench.kernel_times \
         matmul 16384 --mode accurate:14 --top 10
     stage gemm 120 python3 -m bench.gemm --sizes 4096 8192 16384 --families normal --no-emulated --samples 12 \
         --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"

@@ -515,13 +515,15 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
 def _result_parts(xp, m, n, parts, out_dtype, residual):
     """The (1, m, n) arrays a blocked product's parts are written into (and the float64
     residuals after them); a complex product's Re and Im as the halves of one complex
-    array, which the backend's complex_of returns without a copy."""
-    if parts == 2:
-        both = xp.empty((1, m, n), dtype=np.result_type(out_dtype, np.complex64)).view(out_dtype)
-        C = [both[..., 0::2], both[..., 1::2]]
-    else:
-        C = [xp.empty((1, m, n), dtype=out_dtype)]
-    return C + [xp.empty((1, m, n), dtype=np.float64) for _ in range(parts)] if residual else C
+    array, which the backend's complex_of returns without a copy, and its residuals
+    likewise (the epilogue indexes outputs and residuals with the same element strides)."""
+    def halves(dtype):
+        both = xp.empty((1, m, n), dtype=np.result_type(dtype, np.complex64)).view(dtype)
+        return [both[..., 0::2], both[..., 1::2]]
+
+    def arrays(dtype):
+        return halves(dtype) if parts == 2 else [xp.empty((1, m, n), dtype=dtype)]
+    return arrays(out_dtype) + arrays(np.float64) if residual else arrays(out_dtype)
 
 
 def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b, substrate, out_dtype,

@@ -269,3 +269,25 @@ def test_fixups_on_a_stack_match_each_matrix(rng):
         assert np.array_equal(C[g].view(np.int64), ozaki.matmul(A[g], B[g]).view(np.int64)), g
     assert np.signbit(C[4]).all() and (C[4] == 0).all()
     assert np.isinf(C[3, 2]).all() and np.isfinite(np.delete(C[3], 2, axis=0)).all()
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+@pytest.mark.parametrize("out_dtype", [np.float64, np.float32])
+def test_blocks_written_in_place_keep_the_bits(rng, complex_, out_dtype):
+    """A product cut into blocks (a small workspace) has each block's epilogue write into
+    the result and its residuals where they lie (scheme._result_parts: a complex one's
+    parts and residuals the halves of complex arrays, one element stride for all, as the
+    GPU kernel indexes them); the bits are the unblocked product's."""
+    A, B = inputs.wide(rng, (1, 70, 90), 30), inputs.wide(rng, (1, 90, 50), 30)
+    if complex_:
+        A, B = A + 1j * inputs.wide(rng, A.shape, 30), B - 1j * inputs.wide(rng, B.shape, 30)
+    be = numpy_backend
+    got, want = (scheme._finite_piece(A, B, "accurate", 20, be, workspace, complex_, "int8", "cublas",
+                                      np.dtype(out_dtype), residual=True)[0]
+                 for workspace in (150_000, be.default_workspace()))
+    assert len(got) == len(want) == (4 if complex_ else 2)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        assert np.array_equal(np.ascontiguousarray(g).view(np.uint8), np.ascontiguousarray(w).view(np.uint8))
+    strides = {tuple(s // c.itemsize for s in c.strides) for c in got}
+    assert strides == {(70 * 50 * (2 if complex_ else 1), 50 * (2 if complex_ else 1), 2 if complex_ else 1)}

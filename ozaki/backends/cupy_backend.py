@@ -337,8 +337,9 @@ def flags_found(flags_a, flags_b, host=True):
 # Measured there and removed: a scan grid capped at 2 blocks a multiprocessor so long
 # rows stay in L2 (4.44 against 3.03 ms for the two scans at 16384: too few loads in
 # flight), and a one-pass maxima kernel (1.47 ms against about 0.8 for CuPy's two
-# reductions at 16384; its atomics).
-NEW_KERNELS = ("epilogue_vec", "fp8_digits")
+# reductions at 16384; its atomics).  Not yet run on a device:
+#   scan_one_read  scan_rows reading each value once (SCAN_VALS, up to 64 values a thread)
+NEW_KERNELS = ("epilogue_vec", "fp8_digits", "scan_one_read")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits")
 
 
@@ -347,7 +348,11 @@ def _new_kernel(name):
     on = os.environ.get("OZAKI_NEW_KERNELS")
     if on is None:
         return name in NEW_KERNELS_ON
-    return on == "all" or name in on.split(",")
+    names = {n.strip() for n in on.split(",")} - {""}
+    if names & {"all", "none"} and len(names) > 1 or names - set(NEW_KERNELS) - {"all", "none"}:
+        raise ValueError(f"OZAKI_NEW_KERNELS must be 'all', 'none' or a comma list of {', '.join(NEW_KERNELS)}; "
+                         f"not {on!r}")
+    return "all" in names or name in names
 
 
 # Rows up to this long are scanned by one warp each (8 rows a block) instead of
@@ -364,7 +369,7 @@ def _scan_vals(k, row_threads, ceil_bits, halves):
     """scan_rows.cu's SCAN_VALS for rows of k: a power of two covering k / row_threads, or
     0 (two passes) past SCAN_MAX_VALS, without ceilings, beyond 19 bits or for halves."""
     need = -(-k // row_threads)
-    if not 0 < ceil_bits <= 19 or halves or need > SCAN_MAX_VALS or _count_env("OZAKI_SCAN_ONE_PASS", 1) == 0:
+    if not 0 < ceil_bits <= 19 or halves or need > SCAN_MAX_VALS or not _new_kernel("scan_one_read"):
         return 0
     return 1 << max(need - 1, 0).bit_length()
 

@@ -313,6 +313,10 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     for o, r in zip(out, outs):
         if o.shape != r.shape or o.dtype != r.dtype:
             raise ValueError(f"epilogue: out arrays must be {r.dtype} of shape {r.shape}, not {o.dtype} {o.shape}")
+        if [s // o.itemsize for s in o.strides] != [s // out[0].itemsize for s in out[0].strides]:
+            # the GPU kernel indexes them all with one element offset: the same contract here
+            raise ValueError("epilogue: out arrays must share their strides, in whole elements")
+    for o, r in zip(out, outs):
         o[...] = r
     return list(out)
 

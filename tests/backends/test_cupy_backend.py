@@ -507,6 +507,17 @@ def test_epilogue_vec(rng, monkeypatch, forced, dtype, m, complex_):
             assert same_bits(cupy.asnumpy(g), w), (name, vec)
 
 
+def test_new_kernels_setting_checked(monkeypatch):
+    from ozaki.backends import cupy_backend
+    for text, on in (("all", True), ("none", False), (" epilogue_vec , fp8_digits", True), ("fp8_digits", False)):
+        monkeypatch.setenv("OZAKI_NEW_KERNELS", text)
+        assert cupy_backend._new_kernel("epilogue_vec") is on
+    for bad in ("epilogue-vec", "all,none", "none,fp8_digits"):
+        monkeypatch.setenv("OZAKI_NEW_KERNELS", bad)
+        with pytest.raises(ValueError, match="OZAKI_NEW_KERNELS"):
+            cupy_backend._new_kernel("epilogue_vec")
+
+
 def test_epilogue_vec_rejects_bad_override(monkeypatch):
     import cupy
     from ozaki.backends import cupy_backend
@@ -564,16 +575,16 @@ def test_fixups_on_a_stack(rng):
         assert same_bits(cpu[g], ozaki.matmul(A[g], B[g])), g
 
 
-@pytest.mark.parametrize("rows,k,one_pass", [(1, 1, "1"), (13, 64, "1"), (9, 1024, "1"), (5, 1025, "1"),
-                                              (3, 3000, "1"), (300, 2100, "1"), (3, 16384, "1"), (2, 16385, "1"),
-                                              (13, 64, "0"), (3, 3000, "0")])
-def test_scan_rows_kernel(rng, monkeypatch, rows, k, one_pass):
+@pytest.mark.parametrize("rows,k,one_read", [(1, 1, "all"), (13, 64, "all"), (9, 1024, "all"), (5, 1025, "all"),
+                                              (3, 3000, "all"), (300, 2100, "all"), (3, 16384, "all"),
+                                              (2, 16385, "all"), (13, 64, "none"), (3, 3000, "none")])
+def test_scan_rows_kernel(rng, monkeypatch, rows, k, one_read):
     """Short rows (a warp each, a partial last block) and long rows (a block each), read
     once (SCAN_VALS, up to 64 values a thread: k <= 16384) or twice, against the numpy
     backend, with zeros, specials, subnormals and huge values."""
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
-    monkeypatch.setenv("OZAKI_SCAN_ONE_PASS", one_pass)
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", one_read)        # scan_one_read (SCAN_VALS) or not
     x = inputs.sprinkle_specials(rng, inputs.wide(rng, (rows, k), 500), 0.02)
     x[0, : max(1, k // 3)] = 2.0 ** -1070
     bits = min(30, 62 - k.bit_length())                  # certified's bound (scheme.bound_side)
