@@ -283,7 +283,7 @@ elif [ "$profile" = s11a ]; then
     done
 fi
 if [ "$profile" = s12a ]; then
-    export OZAKI_NEW_KERNELS=all       # scan_one_read too (cupy_backend.NEW_KERNELS), off by default until this passes
+    export OZAKI_NEW_KERNELS=all       # with scan_one_read (run 2604612: slower, removed since)
     gpu_tests gpu_changed 150 tests/backends/test_cupy_backend.py \
         -k "scan_rows or blocked or epilogue or fp8 or complex_result_without_copy"
     stage kernels_16384 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 10

@@ -337,9 +337,11 @@ def flags_found(flags_a, flags_b, host=True):
 # Measured there and removed: a scan grid capped at 2 blocks a multiprocessor so long
 # rows stay in L2 (4.44 against 3.03 ms for the two scans at 16384: too few loads in
 # flight), and a one-pass maxima kernel (1.47 ms against about 0.8 for CuPy's two
-# reductions at 16384; its atomics).  Not yet run on a device:
-#   scan_one_read  scan_rows reading each value once (SCAN_VALS, up to 64 values a thread)
-NEW_KERNELS = ("epilogue_vec", "fp8_digits", "scan_one_read")
+# reductions at 16384; its atomics), and (run 2604612) a scan reading each value once,
+# keeping it as a 32-bit ceiling-and-exponent word in registers until the row's maximum
+# was known (64 values a thread, 125 registers, 2 blocks an SM): 4.73 against 3.04 ms
+# for the two scans at 16384, as the capped grid: too few loads in flight.
+NEW_KERNELS = ("epilogue_vec", "fp8_digits")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits")
 
 
@@ -359,21 +361,6 @@ def _new_kernel(name):
 # a block of 256 threads each: a stack of small matrices has many short rows.
 SHORT_ROW = 1024
 
-# Rows of up to SCAN_MAX_VALS values a thread are read once (scan_rows.cu's SCAN_VALS: a
-# 32-bit word a value in registers until the row's maximum is known); longer rows, and
-# the ceilings of complex halves, in two passes.
-SCAN_MAX_VALS = 64
-
-
-def _scan_vals(k, row_threads, ceil_bits, halves):
-    """scan_rows.cu's SCAN_VALS for rows of k: a power of two covering k / row_threads, or
-    0 (two passes) past SCAN_MAX_VALS, without ceilings, beyond 19 bits or for halves."""
-    need = -(-k // row_threads)
-    if not 0 < ceil_bits <= 19 or halves or need > SCAN_MAX_VALS or not _new_kernel("scan_one_read"):
-        return 0
-    return 1 << max(need - 1, 0).bit_length()
-
-
 def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, halves=False):
     """As numpy_backend.scan_rows, one block (or, for short rows, one warp) per row
     (kernels/scan_rows.cu); ``hat`` zero-padded to 16 columns."""
@@ -388,9 +375,7 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, 
     c = cupy.empty((rows, kpad), dtype=cupy.int8) if hat else None
     sumsq = cupy.empty(rows, dtype=cupy.int64) if sum_squares or sum_ceilings else None
     row_threads = 32 if k <= SHORT_ROW else 256
-    vals = _scan_vals(k, row_threads, ceil_bits, halves)
-    defines = (("CEIL_BITS", ceil_bits), ("ROW_THREADS", row_threads)) + ((("SCAN_VALS", vals),) if vals else ()) \
-        + ((("WRITE_HAT", 1),) if hat else ()) \
+    defines = (("CEIL_BITS", ceil_bits), ("ROW_THREADS", row_threads)) + ((("WRITE_HAT", 1),) if hat else ()) \
         + ((("SUM_SQUARES", 1),) if sum_squares else ()) + ((("SUM_CEILINGS", 1),) if sum_ceilings else ()) \
         + ((("HAT_HALVES", 1),) if halves else ())
     kern = _kernel("scan_rows.cu", "scan_rows", defines, _device())

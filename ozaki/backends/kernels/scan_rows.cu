@@ -15,28 +15,8 @@
 // Everything is an integer or a maximum: the result does not depend on the
 // order of the reduction, so it matches numpy bit for bit.  A row is a block
 // of 256 threads, or a warp when rows are short (ROW_THREADS 32).
-//
-// SCAN_VALS > 0 (k <= ROW_THREADS * SCAN_VALS, 0 < CEIL_BITS <= 19, no HAT_HALVES):
-// each value is read once.  Until the row's maximum is known a thread keeps each of
-// its values as one 32-bit word: q = ceil(|x| 2**(CEIL_BITS - fx)), fx its own frexp
-// exponent (so 2**(CEIL_BITS - 1) <= q <= 2**CEIL_BITS), and fx; then
-// c = ceil(q / 2**(fe - fx)), fe the maximum's exponent, since ceil(ceil(y) / 2**s) =
-// ceil(y / 2**s) for s >= 0: the ceiling of two passes bit for bit (and 1 where
-// |x| 2**e is below 1, as there).  The second pass re-read each row from memory: two
-// scans of 16384^2 operands took 3.03 ms on the H100 against 1.3 at the copy roof
-// (run 024cda9).  SCAN_VALS 0: the two passes.
 
-#ifndef THREADS
 #define THREADS 256
-#endif
-#ifndef SCAN_VALS
-#define SCAN_VALS 0
-#endif
-#if SCAN_VALS > 0 && (CEIL_BITS < 1 || CEIL_BITS > 19 || defined(HAT_HALVES))
-#error "scan_rows: SCAN_VALS needs 0 < CEIL_BITS <= 19 and no HAT_HALVES"
-#endif
-// the word of a finite nonzero value: q (20 bits) and fx + WORD_BIAS (12 bits); 0 for the rest
-#define WORD_BIAS 1100
 // Threads per row: 256, or 32 for short rows (a warp a row, 8 rows a block).
 #ifndef ROW_THREADS
 #define ROW_THREADS 256
@@ -81,24 +61,6 @@ extern "C" __global__ void scan_rows(const double* __restrict__ x, long long row
     const long long kk = active ? k : 0;
     double m = 0.0;
     int f = 0;
-#if SCAN_VALS > 0
-    unsigned int word[SCAN_VALS];
-#pragma unroll
-    for (int i = 0; i < SCAN_VALS; ++i) {
-        const long long j = lane + (long long)i * ROW_THREADS;
-        const double v = j < kk ? row[j] : 0.0;
-        unsigned int w = 0;
-        if (!isfinite(v)) f |= 1;
-        else if (v == 0.0) f |= (j < kk) ? 2 : 0;
-        else {
-            m = fmax(m, fabs(v));
-            int fx;
-            frexp(v, &fx);
-            w = (unsigned int)ceil(ldexp(fabs(v), CEIL_BITS - fx)) | ((unsigned int)(fx + WORD_BIAS) << 20);
-        }
-        word[i] = w;
-    }
-#else
     for (long long j = lane; j < kk; j += ROW_THREADS) {
         double v = row[j];
         if (!isfinite(v)) f |= 1;
@@ -107,7 +69,6 @@ extern "C" __global__ void scan_rows(const double* __restrict__ x, long long row
             m = fmax(m, fabs(v));
         }
     }
-#endif
     m = row_reduce(m, smax, MaxOp());
     f = row_reduce(f, sflag, OrOp());
     if (active && lane == 0) { amax[r] = m; flags[r] = (signed char)f; }
@@ -122,27 +83,7 @@ extern "C" __global__ void scan_rows(const double* __restrict__ x, long long row
     if (active && lane == 0) e_out[r] = e;
     long long acc = 0;
     const long long kp = active ? kpad : 0;
-#if SCAN_VALS > 0
-#pragma unroll
-    for (int i = 0; i < SCAN_VALS; ++i) {
-        const long long j = lane + (long long)i * ROW_THREADS;
-        const unsigned int w = word[i];
-        const int s = fe - ((int)(w >> 20) - WORD_BIAS);          // >= 0: |x| <= the maximum
-        const unsigned int q = w & 0xFFFFFu;
-        const unsigned int c = w == 0 ? 0u : (s > 20 ? 1u : (q + (1u << s) - 1u) >> s);
-#ifdef WRITE_HAT
-        if (j < kk) hat[r * kpad + j] = (signed char)c;
-#endif
-#if defined(SUM_SQUARES)
-        acc += (long long)c * c;
-#elif defined(SUM_CEILINGS)
-        acc += (long long)c;
-#endif
-    }
-#ifdef WRITE_HAT
-    for (long long j = kk + lane; j < kp; j += ROW_THREADS) hat[r * kpad + j] = 0;    // the padding
-#endif
-#elif defined(HAT_HALVES)
+#ifdef HAT_HALVES
     const long long half = k / 2;
     for (long long j = lane; j < kp; j += ROW_THREADS)
         hat[r * kpad + j] = (signed char)(int)(j < half ? ceiling(row[j], e) + ceiling(row[j + half], e) : 0.0);
