@@ -98,11 +98,18 @@
 #             their GPU tests, the time per kernel at 16384 (accurate:14) read once and twice, the squares
 #             4096-16384 at 16, 15 and 14 moduli, ZGEMM 8192, the epilogue under ncu, then every GPU test in
 #             three groups at once until 570 s
+#   s13a      the FFT's long lengths rounded once (exact twiddle pairs through stage 2's recursion): the GPU
+#             FFT same-bits tests with 2^17 and 3 x 2^16; issue 16's table (fftn 256^3, 512^3, 1024^3,
+#             rfftn 512^3, a batch of 4096 x 1024, 1-D 2^16, 2^20, 2^24 with their bins for bench.fft_l2),
+#             then every GPU test in three groups at once until 570 s
+#   s13b      issue 11's table as it stands: squares 1024-16384 and ZGEMM 2048-8192 at 16, 15 and 14 moduli,
+#             the stacks (4096 x 64^2, 256 x 256^2, 16 x 1024^2) and skinny products, fp8 against int8
+#             at 8192 and 16384, the time per kernel at 16384 (accurate:14)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -299,9 +306,26 @@ if [ "$profile" = s12a ]; then
 A, B = (cupy.asarray(rng.standard_normal((16384, 16384))) for _ in range(2))
 ozaki.matmul(A, B, mode='accurate', num_moduli=14); cupy.cuda.Device().synchronize()"
 fi
-if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ]; then    # three groups at once: mostly compiling (CPU)
+if [ "$profile" = s13a ]; then
+    gpu_tests gpu_fft_changed 90 tests/fft/test_fft_gpu.py -k same_bits
+    stage fft 150 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+        --sizes 65536 1048576 16777216 --repeats 3 --out "$W/fft.json"
+    stage fft_1024 60 python3 -m bench.fft --cubes 1024 --sizes --repeats 1 --out "$W/fft_1024.json"
+elif [ "$profile" = s13b ]; then
+    stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
+        --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
+    stage gemm_shapes 120 python3 -m bench.gemm --sizes --shapes 4096x64x64x64 256x256x256x256 16x1024x1024x1024 \
+        1x16384x256x16384 1x16384x16384x64 --families normal --no-emulated --samples 12 --repeats 5 \
+        --modes accurate accurate:15 accurate:14 --out "$W/gemm_shapes.json"
+    stage zgemm 100 python3 -m bench.gemm --sizes 2048 4096 8192 --families complex --no-emulated --samples 12 \
+        --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
+    stage gemm_fp8 90 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 12 \
+        --repeats 3 --modes accurate --substrates int8 fp8 --out "$W/gemm_fp8.json"
+    stage kernels_16384 45 python3 -m bench.kernel_times matmul 16384 --mode accurate:14 --top 10
+fi
+if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ "$profile" = s13a ]; then    # three groups at once: mostly compiling (CPU)
     limit=$([ "$profile" = s11a ] && echo 170 || echo 520)
-    [ "$profile" = s12a ] && limit=$(( 570 - SECONDS > 60 ? 570 - SECONDS : 60 ))
+    [ "$profile" = s12a ] || [ "$profile" = s13a ] && limit=$(( 570 - SECONDS > 60 ? 570 - SECONDS : 60 ))
     gpu_tests gpu_backend $limit tests/backends/test_cupy_backend.py tests/backends/test_cupy_float32.py \
         tests/backends/test_graphs.py tests/backends/test_prepared_gpu.py tests/backends/test_residue_gemm.py &
     gpu_tests gpu_fused $limit tests/backends/test_fused.py &
@@ -310,7 +334,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ]; then
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then

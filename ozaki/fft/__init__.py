@@ -22,7 +22,7 @@ readable on its own:
 
 Plans (``algorithm(N, rows, kind)`` says which): lengths up to 48 are one
 direct DFT product; longer ones are direct, six-step (N = N1 N2, N1, N2 <=
-256; beyond 65536 stage 2 recurses with one rounded twiddle product) or
+256; beyond 65536 stage 2 recurses on exact twiddle products) or
 Bluestein's chirp-z, whichever a cost model of the products picks: batches
 (16 rows or more) count the work per row (one product with the N x N matrix
 has one CRT epilogue per point, six-step three), single transforms count the
@@ -37,9 +37,9 @@ Precision: ``mode`` and ``num_moduli`` (keyword-only) are passed to the
 products; the default ``mode="exact"`` rounds each stage's output once and
 carries its exactly computed, rounded remainder into the next (Bluestein's
 elementwise products are error-free pairs), so the only float64-sized
-rounding is the last one, for every length up to 65536 and for unfactorable
-lengths up to 32768 (beyond: one rounded twiddle product per recursion, or
-Bluestein's rounded path).  What is dropped is below 2**-100 of the terms,
+rounding is the last one, for every length that factors into parts of at
+most 256 (a long stage 2 takes its twiddle product as an exact pair too) and
+for unfactorable lengths up to 32768 (beyond: Bluestein's rounded path).  What is dropped is below 2**-100 of the terms,
 so results that are exactly zero come out as zero only where the plan is one
 product.  NaN, inf and signed zeros follow IEEE
 arithmetic on the exact sums (specials.py).

@@ -325,18 +325,24 @@ def hermitian_direct(xp, N, sign, div, split):
     return cached(xp, ("hermitian", N, sign, div, split), build)
 
 
-def stage1(xp, N1, sign, split):
+def stage1(xp, N1, sign, split, carried=False):
     """Left operands of stage 1: (F1,), or with split two exact pairs (scheme.prepare_pair):
     (F1_hi, F1_lo) for the product with X, and ([F1_hi, -I], [F1_lo, 0]) for its exact
-    remainder with [X; Y]."""
+    remainder with [X; Y].  carried (split only): the data comes with its lifted
+    remainders, [X; R LIFT], so F1 becomes [F1, F1 / LIFT] along n1: the pairs
+    ([F1_hi, F1_hi / LIFT], [F1_lo, 0]) and ([F1_hi, F1_hi / LIFT, -I], [F1_lo, 0, 0])
+    (F1_lo R, below 2**-100 of the terms, is dropped)."""
     def build():
         parts = _dft_parts(N1, sign, 1, split)
         if not split:
             return (parts[0],)
         hi, lo = parts
+        zero = np.zeros((N1, N1), dtype=np.complex128)
+        if carried:
+            hi, lo = np.concatenate([hi, hi / stages_lift()], axis=1), np.concatenate([lo, zero], axis=1)
         return ((hi, lo), (np.concatenate([hi, -np.eye(N1, dtype=np.complex128)], axis=1),
-                           np.concatenate([lo, np.zeros((N1, N1), dtype=np.complex128)], axis=1)))
-    return cached(xp, ("stage1", N1, sign, split), build)
+                           np.concatenate([lo, zero], axis=1)))
+    return cached(xp, ("stage1", N1, sign, split, carried), build)
 
 
 def stages_lift():

@@ -14,7 +14,7 @@ DFT matrix (r2c and c2r as real products: a third of the complex work);
 stage 2 one small product per row k1 with the twiddles and the norm's scale
 folded into its matrix, or for fewer than FOLD_MIN_ROWS transforms one
 product with the N2-point DFT after an error-free twiddle product; longer N2
-recurse with a rounded twiddle product); "bluestein" (bluestein.py) the
+recurse on an exact twiddle product: its rounded value and remainder); "bluestein" (bluestein.py) the
 chirp-z convolution on six-step transforms.  Real kinds that are not direct
 run as c2c transforms of the real input (r2c) or of the Hermitian extension
 (c2r).
@@ -99,11 +99,13 @@ def split_mode(opts):
 LIFT = 2.0 ** 53
 
 
-def transform(x, sign, div, opts, kind="c2c", N=None):
+def transform(x, sign, div, opts, kind="c2c", N=None, rem=None):
     """The transform of every row of the 2-D array x (see the module docstring).
 
     N: the transform length (c2r: the real output length; else x.shape[1]).
     Finite data only (interface.py deals with NaN, inf and signed zeros).
+    rem (c2c in exact mode): the rows' remainders, lifted: the rows are x + rem / LIFT
+    (a long stage 2's exact twiddle products), transformed with one rounding.
     """
     xp = xp_of(x)
     B = x.shape[0]
@@ -112,6 +114,13 @@ def transform(x, sign, div, opts, kind="c2c", N=None):
         width = {"c2c": N, "r2c": N // 2 + 1, "c2r": N}[kind]
         return xp.zeros((0, width), dtype=xp.float64 if kind == "c2r" else xp.complex128)
     plan = plans.choose(N, B, kind)
+    if rem is not None:
+        if plan.algorithm == "direct":                  # the pair [x, rem] times [F_hi; F_hi / LIFT] + [F_lo; 0]
+            return matmul(xp.concatenate([x, rem], axis=1), plans.stage2_few(xp, N, sign, div), opts,
+                          ("right", ("stage2_few", N, sign, div)))
+        if plan.algorithm == "six-step":
+            return six_step(x, plan, sign, div, opts, rem)
+        x = x + rem / LIFT                               # Bluestein: rounded once more
     if plan.algorithm == "direct":
         if kind == "c2c" and _real_rows(xp, x):
             return real_c2c(x, N, sign, div, opts)
@@ -200,16 +209,24 @@ def hermitian(X, N):
 
 # ---------------------------------------------------------------- six-step --
 
-def six_step(x, plan, sign, div, opts):
-    """Bailey's N = N1 N2 transform of the rows of x (B, N) complex128."""
+def six_step(x, plan, sign, div, opts, rem=None):
+    """Bailey's N = N1 N2 transform of the rows of x (B, N) complex128; rem: their
+    lifted remainders (transform's), in exact mode."""
     xp = xp_of(x)
     B, N = x.shape
     N1, N2 = plan.N1, plan.N2
     split = split_mode(opts)
+
+    def columns(v):                                  # (B, N) -> (N1, B N2): n = N2 n1 + n2
+        return v.reshape(B, N1, N2).transpose(1, 0, 2).reshape(N1, B * N2)
+
     # stage 1: Y[k1, (b, n2)] = sum_n1 F1[k1, n1] x[b, N2 n1 + n2]
-    X1 = x.reshape(B, N1, N2).transpose(1, 0, 2).reshape(N1, B * N2)
-    F1 = plans.stage1(xp, N1, sign, split)
-    key = ("stage1", N1, sign, split)
+    X1 = columns(x)
+    carried = rem is not None
+    if carried:                                      # the rows x + rem / LIFT: [X1; R1] along n1
+        X1 = xp.concatenate([X1, columns(rem)])
+    F1 = plans.stage1(xp, N1, sign, split, carried)
+    key = ("stage1", N1, sign, split, carried)
     if not split:
         Ys = [matmul(F1[0], X1, opts, ("left", key + (0,)))]
     else:
@@ -218,10 +235,17 @@ def six_step(x, plan, sign, div, opts):
         Ys = [Y, matmul(F1[1], xp.concatenate([X1, Y]), opts, ("left", key + (1,)))]
     Ys = [y.reshape(N1, B, N2) for y in Ys]
     if N2 > plans.DIRECT_MAX:
-        # long stage 2: an explicit twiddle product (rounded), then N2-point transforms
-        tw = plans.twiddle_grid(xp, N1, N2, sign, False)[0]
-        Y = Ys[0] + Ys[1] if split else Ys[0]
-        Z = transform(times(Y, tw[:, None, :]).reshape(N1 * B, N2), sign, div, opts).reshape(N1, B, N2)
+        if split and in_split_range(xp, Ys[0]):
+            # long stage 2: the twiddle product formed exactly as P + C (as for few rows
+            # below), then N2-point transforms of the rows P + C, rounded once
+            P, C = exact_twiddle_product(xp, Ys, N1, N2, sign)
+            Z = transform(P.reshape(N1 * B, N2), sign, div, opts, rem=(C * LIFT).reshape(N1 * B, N2))
+        else:
+            # an explicit twiddle product (rounded), then N2-point transforms
+            tw = plans.twiddle_grid(xp, N1, N2, sign, False)[0]
+            Y = Ys[0] + Ys[1] if split else Ys[0]
+            Z = transform(times(Y, tw[:, None, :]).reshape(N1 * B, N2), sign, div, opts)
+        Z = Z.reshape(N1, B, N2)
     elif split and B < FOLD_MIN_ROWS and in_split_range(xp, Ys[0]):
         # few rows: the folded per-row matrices would make B x N2 by N2 x N2 products
         # (matrix-vector shaped for one transform); instead the twiddle product is formed
@@ -229,9 +253,7 @@ def six_step(x, plan, sign, div, opts):
         # DFT to all rows: Z = [P, C] [F2_hi + F2_lo; F2_hi] (C lifted: see LIFT) with
         # C = E + Y_hi tw_lo + Y_rem tw_hi, so the output is again rounded once
         # (the omitted terms are below 2**-100 of the sum, as in the folded path).
-        tw = [t[:, None, :] for t in plans.twiddle_grid(xp, N1, N2, sign, True)]
-        P, E = times_exactly(Ys[0], tw[0])
-        C = E + times(Ys[0], tw[1]) + times(Ys[1], tw[0])
+        P, C = exact_twiddle_product(xp, Ys, N1, N2, sign)
         rows = xp.concatenate([P, C * LIFT], axis=2).reshape(N1 * B, 2 * N2)
         Z = matmul(rows, plans.stage2_few(xp, N2, sign, div), opts,
                    ("right", ("stage2_few", N2, sign, div))).reshape(N1, B, N2)
@@ -242,6 +264,15 @@ def six_step(x, plan, sign, div, opts):
         Z = matmul(xp.concatenate([Ys[0], Ys[1] * LIFT], axis=2) if split else Ys[0], G, opts,
                    ("right", ("stage2_folded", N1, N2, sign, div, split)))
     return Z.transpose(1, 2, 0).reshape(B, N)                    # k = k1 + N1 k2
+
+
+def exact_twiddle_product(xp, Ys, N1, N2, sign):
+    """(P, C) with P + C = (Y + Y_rem) (tw_hi + tw_lo) up to 2**-100 of the terms: P the
+    rounded product Y tw_hi, C its error (times_exactly) plus the cross terms Y tw_lo and
+    Y_rem tw_hi (Y_rem tw_lo, below 2**-100 of the terms, is dropped).  Ys: stage 1's (Y, Y_rem), (N1, B, N2)."""
+    tw = [t[:, None, :] for t in plans.twiddle_grid(xp, N1, N2, sign, True)]
+    P, E = times_exactly(Ys[0], tw[0])
+    return P, E + times(Ys[0], tw[1]) + times(Ys[1], tw[0])
 
 
 # ------------------------------------------------- elementwise products --
