@@ -105,11 +105,13 @@
 #   s13b      issue 11's table as it stands: squares 1024-16384 and ZGEMM 2048-8192 at 16, 15 and 14 moduli,
 #             the stacks (4096 x 64^2, 256 x 256^2, 16 x 1024^2) and skinny products, fp8 against int8
 #             at 8192 and 16384, the time per kernel at 16384 (accurate:14)
+#   s13c      the FFT's axes read and written by blocks (a 1024^3 fftn within 80 GB): the GPU FFT tests (the
+#             zero-signs kernel's 218-s case left out), then fftn and rfftn 1024^3 against cuFFT
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -311,6 +313,9 @@ if [ "$profile" = s13a ]; then
     stage fft 150 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
         --sizes 65536 1048576 16777216 --repeats 3 --out "$W/fft.json"
     stage fft_1024 60 python3 -m bench.fft --cubes 1024 --sizes --repeats 1 --out "$W/fft_1024.json"
+elif [ "$profile" = s13c ]; then
+    gpu_tests gpu_fft 200 tests/fft -k "not test_zero_signs_kernel_matches_numpy"
+    stage fft_1024 200 python3 -m bench.fft --cubes 1024 --real-cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -334,7 +339,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ 
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then

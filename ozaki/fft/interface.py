@@ -137,29 +137,35 @@ def _raw(a, n, axis, kind, forward, norm, out, opts, name):
     result_dtype = _result_dtype(dtype, kind != "c2r")
     if out is not None:
         _check_out(out, a, axis, n_out, name, result_dtype)
-    y = transform_axis(a, n, axis, kind, -1 if forward else 1, div, opts)
-    if out is None:
-        xp = _xp(a)
-        result = xp.empty_like(a, shape=y.shape, dtype=result_dtype)      # numpy keeps the layout
-        result[...] = y
-        return result
-    out[...] = y
+    sign = -1 if forward else 1
+    if out is None:                    # blocks written straight into the result (numpy keeps the layout)
+        result = _xp(a).empty_like(a, shape=a.shape[:axis] + (n_out,) + a.shape[axis + 1:], dtype=result_dtype)
+        return transform_axis(a, n, axis, kind, sign, div, opts, dest=result)
+    out[...] = transform_axis(a, n, axis, kind, sign, div, opts)       # out may be a itself
     return out
 
 
-def transform_axis(a, n, axis, kind, sign, div, opts):
+def transform_axis(a, n, axis, kind, sign, div, opts, dest=None):
     """The transform of every 1-D slice of ``a`` (float64 or complex128) along ``axis``
     (0 <= axis < a.ndim): cropped or padded to n input points (c2r: n // 2 + 1), with
-    numpy's NaN/inf and signed-zero semantics (specials.py).  Returns float64/complex128."""
+    numpy's NaN/inf and signed-zero semantics (specials.py).  Returns float64/complex128;
+    or, given ``dest`` (the result's shape, sharing no memory with ``a``), writes each
+    block of rows into it and returns it.  The rows are read and written block by block
+    (_Rows), so neither a moved-axis copy of ``a`` nor a second whole result is made
+    where the strides allow: a 1024^3 fftn (17 GB an array) fits 80 GB."""
     xp = _xp(a)
     length = n // 2 + 1 if kind == "c2r" else n
     x = xp.moveaxis(_resize(a, length, axis), axis, -1)
-    lead = x.shape[:-1]
-    original = xp.ascontiguousarray(x).reshape(-1, length)
+    count = int(np.prod(x.shape[:-1], dtype=np.int64))
+    blocks = row_blocks(count, length)
+    source = _Rows(x, blocks)
+    target = None if dest is None else _Rows(xp.moveaxis(dest, axis, -1), blocks)
+    if target is not None and not target.writable:
+        target = None                  # no block view of dest: rows gathered, then one copy into it
     from ..scheme import zero_signs_settled_elsewhere
     y = None
-    for rows in row_blocks(original.shape[0], length):
-        block = original[rows]
+    for rows in blocks:
+        block = source.read(rows)
         x2, fix = specials.prepare(block, kind, n)
         # specials.finish sets the sign of every zero part, except in rows with entries
         # below specials.TINY, which keep the products' signs: there the products apply
@@ -168,14 +174,62 @@ def transform_axis(a, n, axis, kind, sign, div, opts):
         with zero_signs_settled_elsewhere(not tiny):
             yb = stages.transform(x2, sign, div, opts, kind, n)
         yb = specials.finish(yb, fix, kind, n, sign, block)
-        if rows.stop - rows.start == original.shape[0]:
+        if target is not None:
+            target.write(rows, yb)
+        elif rows.stop - rows.start == count:
             y = yb
         else:
             if y is None:
-                y = xp.empty((original.shape[0],) + yb.shape[1:], dtype=yb.dtype)
+                y = xp.empty((count,) + yb.shape[1:], dtype=yb.dtype)
             y[rows] = yb
-        del x2, fix, yb
-    return xp.moveaxis(y.reshape(lead + (y.shape[-1],)), -1, axis)
+        del x2, fix, yb, block
+    if target is not None:
+        return dest
+    y = xp.moveaxis(y.reshape(x.shape[:-1] + (y.shape[-1],)), -1, axis)
+    if dest is None:
+        return y
+    dest[...] = y
+    return dest
+
+
+def _rows_view(x):
+    """x (..., L) as a (rows, L) view, or None where its strides allow none."""
+    lead = [(size, stride) for size, stride in zip(x.shape[:-1], x.strides[:-1]) if size != 1]
+    if any(stride != size * inner for (_, stride), (size, inner) in zip(lead, lead[1:])):
+        return None
+    return x.reshape(-1, x.shape[-1])
+
+
+class _Rows:
+    """The 1-D slices of x (..., L), a moved-axis view, as rows read and written by
+    blocks of the flattened leading index: through a (rows, L) view where the strides
+    allow one, else through slabs x[i:j] of its first axis where every block is whole
+    slabs (row_blocks cuts a 1024^3 array's axes at multiples of 1024 rows), else (read
+    only) one contiguous copy of all of x, made at the first read."""
+
+    def __init__(self, x, blocks):
+        self.x, self.flat = x, _rows_view(x)
+        self.slab = int(np.prod(x.shape[1:-1], dtype=np.int64))
+        self.slabs = self.flat is None and self.slab > 0 and all(
+            b.start % self.slab == 0 and b.stop % self.slab == 0 for b in blocks)
+        self.writable = self.flat is not None or self.slabs
+
+    def read(self, rows):
+        xp, L = _xp(self.x), self.x.shape[-1]
+        if self.writable:              # a block-sized copy, contiguous
+            part = self.flat[rows] if self.flat is not None else \
+                self.x[rows.start // self.slab:rows.stop // self.slab]
+            return xp.ascontiguousarray(part).reshape(-1, L)
+        if not hasattr(self, "whole"):
+            self.whole = xp.ascontiguousarray(self.x).reshape(-1, L)
+        return self.whole[rows]
+
+    def write(self, rows, y):
+        if self.flat is not None:
+            self.flat[rows] = y
+        else:
+            self.x[rows.start // self.slab:rows.stop // self.slab] = y.reshape(
+                (-1,) + self.x.shape[1:-1] + y.shape[-1:])
 
 
 # The transforms of one axis run in blocks of rows of at most about BLOCK_POINTS

@@ -220,3 +220,33 @@ def test_blocked_axes_give_the_whole_bits(rng, monkeypatch):
         got = fn(data)
         assert got.dtype == ref.dtype and got.shape == ref.shape
         assert np.array_equal(got.view(np.int64), ref.view(np.int64))       # NaN payloads too
+
+
+def test_axes_read_and_written_by_blocks(rng, monkeypatch):
+    """transform_axis reads the rows of a moved axis and writes the result block by block:
+    through a (rows, L) view, through slabs of the first axis (a 1024^3 fftn's middle axis:
+    no moved-axis copy of the whole array and no second result), or from one contiguous
+    copy where the blocks do not fall on slabs; every way gives the one-block bits and
+    layout (C, Fortran, strided and transposed inputs)."""
+    from ozaki.fft import interface
+    base = rng.standard_normal((8, 32, 40)) + 1j * rng.standard_normal((8, 32, 40))
+    base[2, 3, 4], base[5, 0, :] = np.nan, -0.0
+    inputs = [base, np.asfortranarray(base), base[:, ::2, :], base.transpose(2, 0, 1)]
+    calls = [lambda x, ax: of.fft(x, axis=ax), lambda x, ax: of.ifft(x, n=24, axis=ax, norm="ortho"),
+             lambda x, ax: of.irfft(x, n=20, axis=ax), lambda x, ax: of.rfft(x.real.astype(np.float32), axis=ax)]
+    want = [[f(x, ax) for x in inputs for ax in range(3)] for f in calls]
+    ways = []
+    read = interface._Rows.read
+
+    def counted(self, rows):
+        ways.append("whole" if not self.writable else "view" if self.flat is not None else "slabs")
+        return read(self, rows)
+    monkeypatch.setattr(interface._Rows, "read", counted)
+    for points in (32 * 160, 24 * 33, 1 << 26):       # two blocks of 4 slabs on (8, 40) rows; unaligned; one
+        monkeypatch.setattr(interface, "BLOCK_POINTS", points)
+        for f, refs in zip(calls, want):
+            for got, ref, (x, ax) in zip((f(x, ax) for x in inputs for ax in range(3)), refs,
+                                         ((x, ax) for x in inputs for ax in range(3))):
+                assert got.dtype == ref.dtype and got.shape == ref.shape and got.strides == ref.strides
+                assert np.array_equal(np.ascontiguousarray(got).view(np.uint8), np.ascontiguousarray(ref).view(np.uint8))
+    assert {"view", "slabs", "whole"} <= set(ways), set(ways)
