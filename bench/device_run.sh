@@ -110,11 +110,13 @@
 #   s14a      where the time goes now (8f47d09 on): time per kernel, host profile and GPU idle gaps of fftn
 #             256^3, a batch of 4096 x 1024, 1-D 2^16 and 2^20, the stack 4096 x 64^2 and n = 1024; then
 #             fftn and rfftn 1024^3 against cuFFT (the cut-off session's s13c files were lost)
+#   s14b      time per kernel of fftn 512^3 and 1024^3 (where the 1024^3 call's 800 ms outside the
+#             products go)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -324,6 +326,10 @@ elif [ "$profile" = s14a ]; then
         stage "kernels_${w// /_}" 60 python3 -m bench.kernel_times $w --top 16 --gaps 6 --cprofile 1
     done
     stage fft_1024 200 python3 -m bench.fft --cubes 1024 --real-cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
+elif [ "$profile" = s14b ]; then
+    for w in "fftn 512" "fftn 1024"; do
+        stage "kernels_${w// /_}" 150 python3 -m bench.kernel_times $w --top 24 --gaps 6
+    done
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -347,7 +353,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ 
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then

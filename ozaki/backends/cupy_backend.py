@@ -24,6 +24,9 @@
               (kernels/row_specials.cu)
     times, times_exactly  ozaki.fft's elementwise complex products, each real
               operation rounded (and their exact errors), one kernel pass each
+    contiguous, assign  ozaki.fft's blocks of rows read from and written into an
+              array where they are transposed views, through tiles (kernels/transpose.cu)
+    any_nonzero  one reduction without a boolean temporary (ozaki.fft's real rows)
 
 Kernels are CUDA source files beside this module, compiled on first use and
 memoized per device; everything runs on the current CuPy stream.
@@ -492,6 +495,12 @@ RESIDUE_ROW_ALIGN = 16                  # its TMA stores want the residue rows 1
 # slower past it (8192^3: 16.8 vs 16.0 ms; 16384^3: 134 vs 110, where cuBLAS runs 1.37
 # POPS and the residue GEMM 1.10).  "auto" takes it up to this work.
 RESIDUE_GEMM_AUTO_WORK = 1 << 36        # m n k of one matrix
+# ... and only where both output sides are this wide: cuBLAS's fast int8 tiles want wide
+# products on both sides.  An fftn 1024^3 block of the real first axis, 65536 x 1026 x
+# 1024 (just past 2**36), went to cuBLAS and ran its per-modulus GEMMs at 280 TOPS
+# (189 ms of a 1346-ms call, H100, bench/results/2026-12-06-8f47d09-h100/kernels_fftn_1024.txt),
+# while the complex blocks at 2**36 took the residue GEMM.
+RESIDUE_GEMM_CUBLAS_SIDE = 4096
 
 
 _RESIDUE_GEMM = {}                      # "lib": the loaded library, or "why": why it cannot load
@@ -950,7 +959,8 @@ def choose_path(path, m, n, k, batch, num_moduli, parts=1, npairs=1):
 
 def _unfused(m, n, k):
     """The GEMMs-then-epilogue path: the residue GEMM where it runs and wins, else cuBLAS."""
-    if m * n * k > RESIDUE_GEMM_AUTO_WORK or _padded(k) > RESIDUE_GEMM_K_MAX:
+    if _padded(k) > RESIDUE_GEMM_K_MAX or (
+            m * n * k > RESIDUE_GEMM_AUTO_WORK and min(m, n) >= RESIDUE_GEMM_CUBLAS_SIDE):
         return "cublas"
     return "cutlass" if _residue_gemm_library(build=False)[0] is not None else "cublas"
 
@@ -1101,6 +1111,70 @@ def times_exactly(a, b):
 def _strides(a):
     """(row, column) strides of a 2-D float64 array in elements."""
     return tuple(np.int64(st // a.itemsize) for st in a.strides)
+
+
+# A view (..., R, L) whose rows are neighbours (stride one element) and whose points lie
+# ld >= R elements apart, its leading axes one batch stride: a block of rows of an FFT
+# axis that is not the last.  (batch, R, L, ld, batch stride) in elements, or None.
+def _transposed_layout(v):
+    if v.ndim < 2 or v.dtype not in (cupy.float64, cupy.complex128) or v.size == 0:
+        return None
+    R, L = v.shape[-2:]
+    item = v.itemsize
+    lead = [(n, st) for n, st in zip(v.shape[:-2], v.strides[:-2]) if n != 1]
+    if R < 2 or L < 2 or v.strides[-2] != item or v.strides[-1] % item or v.strides[-1] < R * item \
+            or len(lead) > 1 or any(st <= 0 or st % item for _, st in lead):
+        return None
+    batch, bstride = lead[0] if lead else (1, 0)
+    return batch, R, L, v.strides[-1] // item, bstride // item
+
+
+_TRANSPOSE_TILE = 32
+
+
+def _transpose(src, src_ld, src_batch, dest, dest_ld, dest_batch, rows, cols, batch):
+    """dest[b][c][r] = src[b][r][c] (kernels/transpose.cu); False where the grid cannot hold it."""
+    row_tiles, col_tiles = -(-rows // _TRANSPOSE_TILE), -(-cols // _TRANSPOSE_TILE)
+    if row_tiles > 65535 or col_tiles >= 2 ** 31:       # grid y over row tiles, x over column tiles
+        return False
+    elem = "double2" if src.dtype == cupy.complex128 else "double"
+    kern = _kernel("transpose.cu", "transpose", (("ELEM", elem),), _device())
+    kern((int(col_tiles), int(row_tiles), int(min(batch, 65535))), (_TRANSPOSE_TILE, 8),
+         (src, np.int64(src_ld), np.int64(src_batch), dest, np.int64(dest_ld), np.int64(dest_batch),
+          np.int64(rows), np.int64(cols), np.int64(batch)))
+    return True
+
+
+def contiguous(x):
+    """As numpy_backend.contiguous: a transposed view (_transposed_layout) through tiles,
+    anything else through CuPy's copy."""
+    layout = None if x.flags.c_contiguous else _transposed_layout(x)
+    if layout is not None:
+        batch, R, L, ld, bstride = layout
+        out = cupy.empty(x.shape, dtype=x.dtype)
+        if _transpose(x, ld, bstride, out, L, R * L, L, R, batch):
+            return out
+    return cupy.ascontiguousarray(x)
+
+
+def assign(dest, src):
+    """As numpy_backend.assign: into a transposed view (_transposed_layout) from a
+    C-contiguous src of its shape and dtype through tiles, else CuPy's copy."""
+    layout = _transposed_layout(dest) if src.flags.c_contiguous and src.dtype == dest.dtype \
+        and src.shape == dest.shape else None
+    if layout is not None:
+        batch, R, L, ld, bstride = layout
+        if _transpose(src, L, R * L, dest, ld, bstride, R, L, batch):
+            return
+    dest[...] = src
+
+
+_ANY_NONZERO = cupy.ReductionKernel("float64 x", "bool y", "x != 0", "a || b", "y = a", "false", "ozaki_any_nonzero")
+
+
+def any_nonzero(x):
+    """As numpy_backend.any_nonzero: one reduction over the (strided) view, one host read."""
+    return bool(_ANY_NONZERO(x)) if x.size else False
 
 
 def _row_grid(rows, length, per_thread=1):

@@ -215,21 +215,23 @@ class _Rows:
         self.writable = self.flat is not None or self.slabs
 
     def read(self, rows):
+        from .. import backend_for
         xp, L = _xp(self.x), self.x.shape[-1]
-        if self.writable:              # a block-sized copy, contiguous
+        if self.writable:              # a block-sized copy, contiguous (the backend's: tiled transposes)
             part = self.flat[rows] if self.flat is not None else \
                 self.x[rows.start // self.slab:rows.stop // self.slab]
-            return xp.ascontiguousarray(part).reshape(-1, L)
+            return backend_for(part).contiguous(part).reshape(-1, L)
         if not hasattr(self, "whole"):
             self.whole = xp.ascontiguousarray(self.x).reshape(-1, L)
         return self.whole[rows]
 
     def write(self, rows, y):
+        from .. import backend_for
         if self.flat is not None:
-            self.flat[rows] = y
+            backend_for(y).assign(self.flat[rows], y)
         else:
-            self.x[rows.start // self.slab:rows.stop // self.slab] = y.reshape(
-                (-1,) + self.x.shape[1:-1] + y.shape[-1:])
+            backend_for(y).assign(self.x[rows.start // self.slab:rows.stop // self.slab],
+                                  y.reshape((-1,) + self.x.shape[1:-1] + y.shape[-1:]))
 
 
 # The transforms of one axis run in blocks of rows of at most about BLOCK_POINTS

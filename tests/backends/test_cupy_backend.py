@@ -788,3 +788,50 @@ def test_row_bits_same_as_numpy(rng):
         got = cupy_backend.row_bits(cupy.asarray(x))
         for g, w in zip(got, want):
             assert np.array_equal(cupy.asnumpy(g), w)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_contiguous_and_assign_through_tiles(rng, dtype):
+    """cupy_backend.contiguous / assign (kernels/transpose.cu) on the views ozaki.fft reads
+    and writes (a row block of an axis moved last; slabs of the first axis), sides off the
+    32-point tile, against CuPy's own copies, bit for bit, nothing else written."""
+    import cupy
+    from ozaki.backends import cupy_backend as cb
+
+    def data(shape):
+        x = rng.standard_normal(shape)
+        return (x + 1j * rng.standard_normal(shape)).astype(dtype) if dtype == np.complex128 else x
+
+    from ozaki.fft.interface import _rows_view
+
+    def views(arr):
+        n0 = arr.shape[0]
+        rows = _rows_view(cupy.moveaxis(arr, 0, -1))          # axis 0's rows, as interface reads them
+        return [rows[3:rows.shape[0] - 1], cupy.moveaxis(arr, 1, -1)[1:n0]]   # and axis 1's slabs
+
+    for shape in [(33, 40, 70), (5, 64, 96), (3, 1, 45), (2, 31, 2)]:
+        a = cupy.asarray(data(shape))
+        for i in range(2):
+            v = views(a)[i]
+            got = cb.contiguous(v)
+            assert got.flags.c_contiguous and got.shape == v.shape
+            assert np.array_equal(cupy.asnumpy(got).view(np.uint8), cupy.asnumpy(cupy.ascontiguousarray(v)).view(np.uint8))
+            expect = a.copy()
+            src = cupy.asarray(data(v.shape))
+            cb.assign(v, src)
+            views(expect)[i][...] = src
+            assert np.array_equal(cupy.asnumpy(a).view(np.uint8), cupy.asnumpy(expect).view(np.uint8))
+    # views of other layouts go through CuPy's copy
+    b = cupy.asarray(data((8, 9)))
+    assert cb._transposed_layout(b[:, ::2]) is None and cb._transposed_layout(b) is None
+    assert cb._transposed_layout(b.T) == (1, 9, 8, 9, 0)
+    assert np.array_equal(cupy.asnumpy(cb.contiguous(b[::2, ::3])), cupy.asnumpy(b)[::2, ::3])
+
+
+def test_any_nonzero():
+    import cupy
+    from ozaki.backends import cupy_backend as cb, numpy_backend as nb
+    for x in [np.zeros((3, 5)), np.full((2, 4), -0.0), np.array([[0.0, np.nan]]), np.array([[0.0, 1e-320]]),
+              np.zeros((0, 3))]:
+        z = (x + 1j * x)
+        assert cb.any_nonzero(cupy.asarray(z).imag) == nb.any_nonzero(z.imag) == bool(np.any(x != 0))

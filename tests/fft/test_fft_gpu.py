@@ -37,6 +37,21 @@ def test_same_bits_as_cpu(rng, name, shape, kw):
     _same_bits(fn(cupy.asarray(x), **kw), fn(x, **kw))
 
 
+@pytest.mark.parametrize("block_points", [1 << 26, 2048, 640])
+def test_axes_by_blocks_same_bits_as_cpu(rng, monkeypatch, block_points):
+    """Blocks of rows of every axis read and written through the backend's tiled transposes
+    (cupy_backend.contiguous / assign): sides off the tile size, one block, blocks of whole
+    slabs and blocks that miss them."""
+    cupy = pytest.importorskip("cupy")
+    from ozaki.fft import interface
+    monkeypatch.setattr(interface, "BLOCK_POINTS", block_points)
+    x = rng.standard_normal((40, 33, 36)) + 1j * rng.standard_normal((40, 33, 36))
+    for fn in (of.fftn, of.ifftn):
+        _same_bits(fn(cupy.asarray(x)), fn(x))
+    _same_bits(of.rfftn(cupy.asarray(x.real)), of.rfftn(x.real))
+    _same_bits(of.fft(cupy.asarray(x), axis=0), of.fft(x, axis=0))
+
+
 def test_specials_same_bits_as_cpu(rng):
     cupy = pytest.importorskip("cupy")
     x = rng.standard_normal((6, 30)) + 1j * rng.standard_normal((6, 30))
