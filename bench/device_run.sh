@@ -112,11 +112,15 @@
 #             fftn and rfftn 1024^3 against cuFFT (the cut-off session's s13c files were lost)
 #   s14b      time per kernel of fftn 512^3 and 1024^3 (where the 1024^3 call's 800 ms outside the
 #             products go)
+#   s14c      the FFT's blocks through tiled transposes and the narrow products on the residue GEMM:
+#             their GPU tests and the GPU FFT tests (the zero-signs kernel's 218-s case left out), issue
+#             16's table (fftn 256^3, 512^3, 1024^3, rfftn 512^3 and 1024^3, a batch of 4096 x 1024,
+#             1-D 2^16, 2^20, 2^24) and the time per kernel of fftn 1024^3
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -330,6 +334,14 @@ elif [ "$profile" = s14b ]; then
     for w in "fftn 512" "fftn 1024"; do
         stage "kernels_${w// /_}" 150 python3 -m bench.kernel_times $w --top 24 --gaps 6
     done
+elif [ "$profile" = s14c ]; then
+    gpu_tests gpu_changed 120 tests/backends/test_cupy_backend.py tests/backends/test_fused.py \
+        -k "contiguous or any_nonzero or auto_path or same_bits_normal"
+    gpu_tests gpu_fft 200 tests/fft -k "not test_zero_signs_kernel_matches_numpy"
+    stage fft 150 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+        --sizes 65536 1048576 16777216 --repeats 3 --out "$W/fft.json"
+    stage fft_1024 150 python3 -m bench.fft --cubes 1024 --real-cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
+    stage kernels_fftn_1024 100 python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -353,7 +365,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ 
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then
