@@ -116,11 +116,13 @@
 #             their GPU tests and the GPU FFT tests (the zero-signs kernel's 218-s case left out), issue
 #             16's table (fftn 256^3, 512^3, 1024^3, rfftn 512^3 and 1024^3, a batch of 4096 x 1024,
 #             1-D 2^16, 2^20, 2^24) and the time per kernel of fftn 1024^3
+#   s14d      s14c again without the GPU FFT tests (they passed in s14c's run), after taking back the
+#             one-block any_nonzero reduction that run found at 2489 ms of a 3622-ms fftn 1024^3
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -334,14 +336,18 @@ elif [ "$profile" = s14b ]; then
     for w in "fftn 512" "fftn 1024"; do
         stage "kernels_${w// /_}" 150 python3 -m bench.kernel_times $w --top 24 --gaps 6
     done
-elif [ "$profile" = s14c ]; then
+elif [ "$profile" = s14c ] || [ "$profile" = s14d ]; then
     gpu_tests gpu_changed 120 tests/backends/test_cupy_backend.py tests/backends/test_fused.py \
         -k "contiguous or any_nonzero or auto_path or same_bits_normal"
-    gpu_tests gpu_fft 200 tests/fft -k "not test_zero_signs_kernel_matches_numpy"
+    [ "$profile" = s14c ] && gpu_tests gpu_fft 200 tests/fft -k "not test_zero_signs_kernel_matches_numpy"
     stage fft 150 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
         --sizes 65536 1048576 16777216 --repeats 3 --out "$W/fft.json"
     stage fft_1024 150 python3 -m bench.fft --cubes 1024 --real-cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
     stage kernels_fftn_1024 100 python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4
+    # the same with ozaki as it was at 8f47d09 (base/, an untracked copy made for the run): the card's
+    # baseline; run from base/, since python -m puts the working directory first on the path
+    [ -d base/ozaki ] && (cd base && stage kernels_fftn_1024_base 100 env PYTHONPATH=$OLDPWD:$PYTHONPATH \
+        python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4)
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -365,7 +371,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ 
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then

@@ -26,7 +26,6 @@
               operation rounded (and their exact errors), one kernel pass each
     contiguous, assign  ozaki.fft's blocks of rows read from and written into an
               array where they are transposed views, through tiles (kernels/transpose.cu)
-    any_nonzero  one reduction without a boolean temporary (ozaki.fft's real rows)
 
 Kernels are CUDA source files beside this module, compiled on first use and
 memoized per device; everything runs on the current CuPy stream.
@@ -1167,14 +1166,6 @@ def assign(dest, src):
         if _transpose(src, L, R * L, dest, ld, bstride, R, L, batch):
             return
     dest[...] = src
-
-
-_ANY_NONZERO = cupy.ReductionKernel("float64 x", "bool y", "x != 0", "a || b", "y = a", "false", "ozaki_any_nonzero")
-
-
-def any_nonzero(x):
-    """As numpy_backend.any_nonzero: one reduction over the (strided) view, one host read."""
-    return bool(_ANY_NONZERO(x)) if x.size else False
 
 
 def _row_grid(rows, length, per_thread=1):

@@ -101,11 +101,6 @@ def assign(dest, src):
     dest[...] = src
 
 
-def any_nonzero(x):
-    """Whether any entry of x is nonzero (NaN counts); one host value."""
-    return bool(np.any(x != 0))
-
-
 def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, halves=False):
     """One look at each row: max |x| over finite entries, flags, integer ceilings.
 

@@ -827,11 +827,3 @@ def test_contiguous_and_assign_through_tiles(rng, dtype):
     assert cb._transposed_layout(b.T) == (1, 9, 8, 9, 0)
     assert np.array_equal(cupy.asnumpy(cb.contiguous(b[::2, ::3])), cupy.asnumpy(b)[::2, ::3])
 
-
-def test_any_nonzero():
-    import cupy
-    from ozaki.backends import cupy_backend as cb, numpy_backend as nb
-    for x in [np.zeros((3, 5)), np.full((2, 4), -0.0), np.array([[0.0, np.nan]]), np.array([[0.0, 1e-320]]),
-              np.zeros((0, 3))]:
-        z = (x + 1j * x)
-        assert cb.any_nonzero(cupy.asarray(z).imag) == nb.any_nonzero(z.imag) == bool(np.any(x != 0))

@@ -167,7 +167,7 @@ def test_auto_path_table():
     assert cupy_backend.choose_path("auto", 65536, 256, 256, 1, 26, 3) == unfused   # an FFT stage
     assert cupy_backend.choose_path("auto", 4096, 4096, 4096, 1, 16) == unfused
     assert cupy_backend.choose_path("auto", 8192, 8192, 8192, 1, 16) == "cublas"    # cuBLAS's int8 rate
-    assert cupy_backend.choose_path("auto", 16384, 16384, 256, 1, 16) == "cublas"
+    assert cupy_backend.choose_path("auto", 16384, 16384, 512, 1, 16) == "cublas"
     # narrow products past the work threshold keep the residue GEMM (an fftn 1024^3 real axis block)
     assert cupy_backend.choose_path("auto", 65536, 1026, 1024, 1, 24) == unfused
     assert cupy_backend.choose_path("auto", 1 << 20, 1024, 1024, 1, 24) == unfused
