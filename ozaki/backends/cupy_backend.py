@@ -1122,8 +1122,8 @@ def _transposed_layout(v):
     item = v.itemsize
     lead = [(n, st) for n, st in zip(v.shape[:-2], v.strides[:-2]) if n != 1]
     if R < 2 or L < 2 or v.strides[-2] != item or v.strides[-1] % item or v.strides[-1] < R * item \
-            or len(lead) > 1 or any(st <= 0 or st % item for _, st in lead) or v.data.ptr % item:
-        return None                    # (the kernel loads whole elements: double2 wants 16-byte alignment)
+            or len(lead) > 1 or any(st <= 0 or st % item for _, st in lead):
+        return None
     batch, bstride = lead[0] if lead else (1, 0)
     return batch, R, L, v.strides[-1] // item, bstride // item
 
