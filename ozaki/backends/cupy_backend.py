@@ -1112,10 +1112,11 @@ def _strides(a):
     return tuple(np.int64(st // a.itemsize) for st in a.strides)
 
 
-# A view (..., R, L) whose rows are neighbours (stride one element) and whose points lie
-# ld >= R elements apart, its leading axes one batch stride: a block of rows of an FFT
-# axis that is not the last.  (batch, R, L, ld, batch stride) in elements, or None.
 def _transposed_layout(v):
+    """(batch, R, L, ld, batch stride), in elements, of a view (..., R, L) whose rows are
+    neighbours (stride one element) and whose points lie ld >= R elements apart, its
+    leading axes one batch stride (a block of rows of an FFT axis that is not the last);
+    None for any other view."""
     if v.ndim < 2 or v.dtype not in (cupy.float64, cupy.complex128) or v.size == 0:
         return None
     R, L = v.shape[-2:]

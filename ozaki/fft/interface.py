@@ -213,25 +213,25 @@ class _Rows:
         self.slabs = self.flat is None and self.slab > 0 and all(
             b.start % self.slab == 0 and b.stop % self.slab == 0 for b in blocks)
         self.writable = self.flat is not None or self.slabs
+        from .. import backend_for
+        self.backend = backend_for(x)  # its contiguous / assign: tiled transposes on the GPU
 
     def read(self, rows):
-        from .. import backend_for
         xp, L = _xp(self.x), self.x.shape[-1]
         if self.writable:              # a block-sized copy, contiguous (the backend's: tiled transposes)
             part = self.flat[rows] if self.flat is not None else \
                 self.x[rows.start // self.slab:rows.stop // self.slab]
-            return backend_for(part).contiguous(part).reshape(-1, L)
+            return self.backend.contiguous(part).reshape(-1, L)
         if not hasattr(self, "whole"):
             self.whole = xp.ascontiguousarray(self.x).reshape(-1, L)
         return self.whole[rows]
 
     def write(self, rows, y):
-        from .. import backend_for
         if self.flat is not None:
-            backend_for(y).assign(self.flat[rows], y)
+            self.backend.assign(self.flat[rows], y)
         else:
-            backend_for(y).assign(self.x[rows.start // self.slab:rows.stop // self.slab],
-                                  y.reshape((-1,) + self.x.shape[1:-1] + y.shape[-1:]))
+            self.backend.assign(self.x[rows.start // self.slab:rows.stop // self.slab],
+                                y.reshape((-1,) + self.x.shape[1:-1] + y.shape[-1:]))
 
 
 # The transforms of one axis run in blocks of rows of at most about BLOCK_POINTS

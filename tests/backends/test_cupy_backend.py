@@ -826,4 +826,3 @@ def test_contiguous_and_assign_through_tiles(rng, dtype):
     assert cb._transposed_layout(b[:, ::2]) is None and cb._transposed_layout(b) is None
     assert cb._transposed_layout(b.T) == (1, 9, 8, 9, 0)
     assert np.array_equal(cupy.asnumpy(cb.contiguous(b[::2, ::3])), cupy.asnumpy(b)[::2, ::3])
-
