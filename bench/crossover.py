@@ -1,11 +1,13 @@
-"""The fused kernel against the cuBLAS-per-modulus path, shape by shape: the table behind
-cupy_backend.choose_path("auto"), and the fused kernel's own int8 rate and bytes per output.
+"""The fused kernel against the residue GEMM (CUTLASS) and the cuBLAS-per-modulus path, shape
+by shape: the table behind cupy_backend.choose_path("auto"), and the fused kernel's own int8
+rate and bytes per output.
 
     python -m bench.crossover --out bench/results/crossover.json
 
-Every row times ozaki.matmul (accurate mode, default moduli) with path="fused" and
-path="cublas" and cupy.matmul on the same N(0,1) inputs (CUDA events, median after
-warm-up), checks that the two paths give the same bits, and times the fused kernel alone
+Every row times ozaki.matmul (accurate mode, default moduli) with path="fused",
+path="cutlass" (where the residue GEMM is built) and path="cublas" and cupy.matmul on the
+same N(0,1) inputs (CUDA events, median after warm-up; repeated shapes replay their CUDA
+graph where the path allows), checks that the paths give the same bits, and times the fused kernel alone
 (cupy_backend.fused_product on the residues): int8 TOPS (2 m n k per modulus and Karatsuba
 part) and bytes per output (the residues it reads, re-read once per tile row/column, and
 the float64 it writes) against the measured roofs (4.17 TB/s, 1.2-1.37 POPS).
@@ -146,9 +148,15 @@ def overhead(calls=40):
         pstats.Stats(prof).sort_stats("tottime").print_stats(18)
 
 
+def _paths():
+    from ozaki.backends import cupy_backend
+    return ("fused", "cutlass", "cublas") if cupy_backend.residue_gemm_available() is True else ("fused", "cublas")
+
+
 def run(cases, repeats):
     import cupy
     rows = []
+    paths = _paths()
     rng = np.random.default_rng(20261203)
     for label, batch, m, k, n, complex_ in cases:
         A, B = _inputs(rng, batch, m, k, n, complex_)
@@ -158,7 +166,7 @@ def run(cases, repeats):
         row = {"case": label, "batch": batch, "m": m, "k": k, "n": n, "complex": complex_,
                "native_ms": t_native, "native_tflops": flops / t_native / 1e9}
         results = {}
-        for path in ("fused", "cublas"):
+        for path in paths:
             with ozaki.config(path=path):
                 f = lambda: ozaki.matmul(dA, dB)
                 t, _ = common.time_gpu(f, warmup=1, repeats=repeats)
@@ -166,9 +174,21 @@ def run(cases, repeats):
             row[f"{path}_ms"] = t
             row[f"{path}_ratio"] = t_native / t
             row[f"{path}_tflops"] = flops / t / 1e9
-        row["same_bits"] = bool(cupy.array_equal(results["fused"].view(cupy.int64),
-                                                 results["cublas"].view(cupy.int64)))
-        row["winner"] = "fused" if row["fused_ms"] < row["cublas_ms"] else "cublas"
+        from ozaki.backends import cupy_backend as be, graphs
+        if "cutlass" in paths and max(m, n) <= be.RESIDUE_GEMM_SMALL_SIDE:
+            # the residue GEMM's wide build on the same product, against its small one
+            saved, be.RESIDUE_GEMM_SMALL_SIDE = be.RESIDUE_GEMM_SMALL_SIDE, 0
+            graphs.clear()                     # (a replay would run the small build's graph)
+            try:
+                with ozaki.config(path="cutlass"):
+                    t, _ = common.time_gpu(lambda: ozaki.matmul(dA, dB), warmup=1, repeats=repeats)
+                row["cutlass_wide_ms"], row["cutlass_wide_ratio"] = t, t_native / t
+            finally:
+                be.RESIDUE_GEMM_SMALL_SIDE = saved
+                graphs.clear()
+        row["same_bits"] = all(bool(cupy.array_equal(results[p].view(cupy.int64), results["fused"].view(cupy.int64)))
+                               for p in paths)
+        row["winner"] = min(paths, key=lambda p: row[f"{p}_ms"])
         alone = kernel_alone(dA, dB, repeats)
         if alone:
             row["kernel_ms"], row["kernel_tops"], row["kernel_bytes_per_output"] = alone
@@ -183,9 +203,10 @@ def print_row(r):
     shape = f"{r['batch']}x{r['m']}x{r['k']}x{r['n']}{' c' if r['complex'] else ''}"
     kern = (f" kernel {r['kernel_ms']:.3f} ms {r['kernel_tops']:.0f} TOPS {r['kernel_bytes_per_output']:.0f} B/out"
             if "kernel_ms" in r else "")
-    print(f"{r['case']:13s} {shape:24s} native {r['native_ms']:8.3f} ms | fused {r['fused_ms']:8.3f} ms "
-          f"x{r['fused_ratio']:6.3f} | cublas {r['cublas_ms']:8.3f} ms x{r['cublas_ratio']:6.3f} | "
-          f"{r['winner']:6s} bits {'==' if r['same_bits'] else '!='}{kern}", flush=True)
+    paths = "".join(f"| {p} {r[p + '_ms']:8.3f} ms x{r[p + '_ratio']:6.3f} "
+                    for p in ("fused", "cutlass", "cutlass_wide", "cublas") if p + "_ms" in r)
+    print(f"{r['case']:13s} {shape:24s} native {r['native_ms']:8.3f} ms {paths}| "
+          f"{r['winner']:7s} bits {'==' if r['same_bits'] else '!='}{kern}", flush=True)
 
 
 def main(argv=None):

@@ -118,11 +118,15 @@
 #             1-D 2^16, 2^20, 2^24) and the time per kernel of fftn 1024^3
 #   s14d      s14c again without the GPU FFT tests (they passed in s14c's run), after taking back the
 #             one-block any_nonzero reduction that run found at 2489 ms of a 3622-ms fftn 1024^3
+#   s15a      stacks on the residue GEMM in one launch (L = moduli x matrices, one epilogue), its small
+#             64 x 64 ping-pong build, CUDA-graph replays on its path: their GPU tests, then the crossover
+#             table of fused / residue GEMM / cuBLAS paths (and the wide build on small stacks) to 2**36, and
+#             issue 11's small squares and stacks on the fused and residue-GEMM paths at 16 and 14 moduli
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -348,6 +352,13 @@ elif [ "$profile" = s14c ] || [ "$profile" = s14d ]; then
     # baseline; run from base/, since python -m puts the working directory first on the path
     [ -d base/ozaki ] && (cd base && stage kernels_fftn_1024_base 100 env PYTHONPATH=$OLDPWD:$PYTHONPATH \
         python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4)
+elif [ "$profile" = s15a ]; then
+    gpu_tests gpu_paths 200 tests/backends/test_fused.py tests/backends/test_graphs.py tests/backends/test_residue_gemm.py
+    gpu_tests gpu_epilogue 100 tests/backends/test_cupy_backend.py -k "epilogue or stack"
+    stage crossover 240 python3 -m bench.crossover --max-work $((1 << 36)) --repeats 5 --out "$W/crossover.json"
+    stage gemm_small 200 python3 -m bench.gemm --sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 \
+        16x1024x1024x1024 --paths auto fused cutlass --families normal --no-emulated --samples 12 --repeats 5 \
+        --modes accurate accurate:14 --out "$W/gemm_small.json"
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -371,7 +382,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ 
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then

@@ -246,7 +246,8 @@ def build_kernels():
     """``python -m ozaki build``: the native libraries into the cache; 0 built, 1 not."""
     from .backends import native
     try:
-        print(f"residue GEMM: {native.build('residue_gemm.cu')}")
+        for variant, defines in native.RESIDUE_GEMM_BUILDS.items():
+            print(f"residue GEMM ({variant}): {native.build('residue_gemm.cu', defines)}", flush=True)
         return 0
     except native.NativeUnavailable as exc:
         print(f"residue GEMM: not built: {exc}", file=sys.stderr)

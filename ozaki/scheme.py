@@ -545,6 +545,10 @@ def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b
     products = [tuple(product(ra[h][t], rb[h][u]) for h in range(len(ra)))
                 for t in range(plan.slices_a) for u in range(plan.slices_b)]
     m, n = ra[0][0].shape[1] // batch, rb[0][0].shape[1] // batch
+    if residues and batch > 1:         # the residues of the whole stack as one (b, batch m, n) stack: one epilogue
+        outs = backend.epilogue([tuple(backend.stacked_residues(P) for P in pair) for pair in products], shifts,
+                                plan.num_moduli, beta_a, beta_b, out_dtype, residual, matrices=batch)
+        return [o.reshape(batch, m, n) for o in outs]
     outs = [backend.epilogue([tuple(P[g] for P in pair) for pair in products], shifts, plan.num_moduli,
                              beta_a[g * m:(g + 1) * m], beta_b[g * n:(g + 1) * n], out_dtype, residual, out)
             for g in range(batch)]
@@ -943,8 +947,15 @@ def operand_rows(backend, X, side):
 # Small products on the GPU are host-bound (a 512^2 product: 0.09 ms of kernels in a
 # 0.71 ms call).  A backend with ``replayed`` (graphs.py: CUDA graphs) runs the finite
 # pipeline of a repeated shape as one captured graph when nothing in it waits on the
-# data (fast and accurate mode, no prepared operand) and the product is this small.
-GRAPH_MAX_WORK = 1 << 30               # batch m n k
+# data (fast and accurate mode, no prepared operand) and the product is this small:
+# 2048^2 (2**33) and a stack of 16 x 1024^2 (2**34) on the residue GEMM spend about as
+# much time in the host as in their kernels; a graph keeps its intermediates (about
+# 50 bytes an output and input entry at 16 moduli) while it is cached.
+GRAPH_MAX_WORK = 1 << 34               # batch m n k
+# The paths whose steps a graph captures: the fused kernel and the residue GEMM
+# (CUTLASS, launched through ctypes on the capturing stream); a cuBLAS call CuPy
+# refuses inside a capture leaves that shape eager (graphs.replayed).
+GRAPH_PATHS = ("fused", "cutlass")
 
 
 def _replayable(backend, A, B, mode, num_moduli, substrate, path, complex_, part_dtype):
@@ -956,12 +967,12 @@ def _replayable(backend, A, B, mode, num_moduli, substrate, path, complex_, part
 
 @functools.lru_cache(maxsize=1024)
 def _replayable_shape(backend, shape_a, n, mode, num_moduli, path, complex_, part_dtype):
-    """Small enough, and on the fused path (every other path calls cuBLAS)."""
+    """Small enough, and on a path of GRAPH_PATHS."""
     batch, m, k = shape_a
     if batch * m * n * k > GRAPH_MAX_WORK:
         return False
     count = default_num_moduli(mode, k * (2 if complex_ else 1), part_dtype) if num_moduli is None else num_moduli
-    return backend.choose_path(path, m, n, k, batch, count, 3 if complex_ else 1) == "fused"
+    return backend.choose_path(path, m, n, k, batch, count, 3 if complex_ else 1) in GRAPH_PATHS
 
 
 def _finite_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path, part_dtype, host=True,

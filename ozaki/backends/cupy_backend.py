@@ -502,27 +502,34 @@ RESIDUE_GEMM_AUTO_WORK = 1 << 36        # m n k of one matrix
 RESIDUE_GEMM_CUBLAS_SIDE = 4096
 
 
-_RESIDUE_GEMM = {}                      # "lib": the loaded library, or "why": why it cannot load
+# The residue GEMM's builds (native.RESIDUE_GEMM_BUILDS): the small one takes products whose
+# output sides are both at most RESIDUE_GEMM_SMALL_SIDE, once built.
+RESIDUE_GEMM_SMALL_SIDE = 64
+
+_RESIDUE_GEMM = {}                      # build -> {"lib": the loaded library, or "why": why it cannot load}
 
 
-def _residue_gemm_library(build=True):
-    """(library, None) when the residue GEMM runs on this device, else (None, why).
+def _residue_gemm_library(build=True, variant="wide"):
+    """(library, None) when the residue GEMM (``variant`` of native.RESIDUE_GEMM_BUILDS) runs on
+    this device, else (None, why).
     ``build``: compile it if it is not in the cache yet (about a minute of nvcc); "auto"
     passes False, so a product never waits for a compile it did not ask for (a forced
     path="cutlass", residue_gemm_available() or ``python -m ozaki build`` builds it)."""
-    if "lib" in _RESIDUE_GEMM:
-        return _RESIDUE_GEMM["lib"], None
+    state = _RESIDUE_GEMM.setdefault(variant, {})
+    if "lib" in state:
+        return state["lib"], None
     cc = cupy.cuda.Device().compute_capability
     if cc != "90":
         return None, f"the residue GEMM is built for sm_90a; this device is sm_{cc}"
-    if "why" in _RESIDUE_GEMM:
-        return None, _RESIDUE_GEMM["why"]
-    if not build and not native.built("residue_gemm.cu"):
+    if "why" in state:
+        return None, state["why"]
+    defines = native.RESIDUE_GEMM_BUILDS[variant]
+    if not build and not native.built("residue_gemm.cu", defines):
         return None, "the residue GEMM is not built yet (python -m ozaki build)"
     try:
-        lib = native.library("residue_gemm.cu")
+        lib = native.library("residue_gemm.cu", defines)
     except native.NativeUnavailable as exc:
-        _RESIDUE_GEMM["why"] = str(exc)
+        state["why"] = str(exc)
         return None, str(exc)
     lib.ozaki_residue_gemm.restype = ctypes.c_int
     lib.ozaki_residue_gemm.argtypes = ([ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong] * 3
@@ -530,8 +537,18 @@ def _residue_gemm_library(build=True):
                                        + [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p])
     lib.ozaki_residue_gemm_workspace.restype = ctypes.c_size_t
     lib.ozaki_residue_gemm_workspace.argtypes = [ctypes.c_int] * 4
-    _RESIDUE_GEMM["lib"] = lib
+    state["lib"] = lib
     return lib, None
+
+
+def _residue_gemm_for(m, n):
+    """The residue GEMM library for (m, n) outputs a matrix: the small build where both sides
+    fit RESIDUE_GEMM_SMALL_SIDE and it is built (or builds), else the wide one; (lib, why)."""
+    if max(m, n) <= RESIDUE_GEMM_SMALL_SIDE:
+        lib, _ = _residue_gemm_library(build=False, variant="small")
+        if lib is not None:
+            return lib, None
+    return _residue_gemm_library()
 
 
 def residue_gemm_available():
@@ -540,10 +557,11 @@ def residue_gemm_available():
     return True if lib is not None else why
 
 
-@functools.lru_cache(maxsize=None)
-def _moduli_arrays(m, device):
-    """The moduli and their rounded inverses, float64 on the device (the residue GEMM's epilogue)."""
-    ps = np.array(_moduli(m), dtype=np.float64)
+@functools.lru_cache(maxsize=64)
+def _moduli_arrays(m, device, repeat=1):
+    """The moduli and their rounded inverses, float64 on the device (the residue GEMM's
+    epilogue), each ``repeat`` times in a row (a stack's matrices: one batch entry each)."""
+    ps = np.repeat(np.array(_moduli(m), dtype=np.float64), repeat)
     return cupy.asarray(ps), cupy.asarray(1.0 / ps)
 
 
@@ -551,8 +569,12 @@ def gemm_residues(Ra, Rbt, m, batch=1):
     """The residues mod p_i of the int8 products: int8 (b, batch*m_, k), (b, batch*n, k)
     -> int8 (batch, b, m_, n), entry r with r = (Ra[i] Rbt[i]^T)[.] mod p_i, |r| <= p_i / 2,
     the residues the epilogue reduces to the same CRT value as the int32 products
-    (``gemm``).  One launch per matrix of the batch over the b moduli.  The rows of the
-    result lie RESIDUE_ROW_ALIGN-padded apart (a view); so do B^T's, copied with zero
+    (``gemm``).  One launch over the b moduli and the batch's matrices: batch entry
+    i * batch + g of the CUTLASS GEMM is modulus i of matrix g, whose operands and
+    output lie a matrix apart within the planes (stacks whose planes are not
+    contiguous take a launch a matrix).  The result is a (batch, b, m_, n) view of
+    (b, batch, m_, ld): its rows lie RESIDUE_ROW_ALIGN-padded apart, its planes
+    ``stacked_residues`` reads as (b, batch m_, n) rows; B^T's rows are copied with zero
     rows where n is not a multiple of it."""
     Ra, Rbt = _pad(Ra), _pad(Rbt)
     b, rows, kp = Ra.shape
@@ -563,7 +585,7 @@ def gemm_residues(Ra, Rbt, m, batch=1):
     mm, n = rows // batch, Rbt.shape[1] // batch
     if max(mm, n + RESIDUE_ROW_ALIGN) >= 2 ** 31:
         raise ValueError(f"the residue GEMM takes fewer than 2**31 rows a side, got {mm} x {n}")
-    lib, why = _residue_gemm_library()
+    lib, why = _residue_gemm_for(mm, n)
     if lib is None:
         raise RuntimeError(f"path='cutlass' cannot run: {why}")
     ld = -(-n // RESIDUE_ROW_ALIGN) * RESIDUE_ROW_ALIGN
@@ -571,22 +593,34 @@ def gemm_residues(Ra, Rbt, m, batch=1):
         padded = cupy.zeros((b, batch, ld, kp), dtype=cupy.int8)
         padded[:, :, :n] = Rbt.reshape(b, batch, n, kp)
         Rbt = padded.reshape(b, batch * ld, kp)
-    out = cupy.empty((batch, b, mm, ld), dtype=cupy.int8)
+    out = cupy.empty((b, batch, mm, ld), dtype=cupy.int8)
     if out.size and kp == 0:
         out[...] = 0
     elif out.size:
-        moduli, inverses = _moduli_arrays(m, _device())
-        ws_bytes = lib.ozaki_residue_gemm_workspace(mm, ld, kp, b)
-        ws = cupy.empty(max(ws_bytes, 1), dtype=cupy.uint8)
+        one_launch = Ra.strides[0] == batch * mm * kp and Rbt.strides[0] == batch * ld * kp
+        # (A's plane l = i batch + g at l m_ kp bytes, B^T's at l ld kp, the output's at l m_ ld)
+        launches = [(0, b * batch, batch)] if one_launch else [(g, b, 1) for g in range(batch)]
         stream = cupy.cuda.get_current_stream().ptr
-        for g in range(batch):
+        for g, count, repeat in launches:
+            moduli, inverses = _moduli_arrays(m, _device(), repeat)
+            ws_bytes = lib.ozaki_residue_gemm_workspace(mm, ld, kp, count)
+            ws = cupy.empty(max(ws_bytes, 1), dtype=cupy.uint8)
+            a_plane, b_plane, d_plane = ((mm * kp, ld * kp, mm * ld) if one_launch
+                                         else (Ra.strides[0], Rbt.strides[0], batch * mm * ld))
             status = lib.ozaki_residue_gemm(
-                Ra.data.ptr + g * mm * kp, kp, Ra.strides[0], Rbt.data.ptr + g * ld * kp, kp, Rbt.strides[0],
-                out.data.ptr + g * b * mm * ld, ld, mm * ld, moduli.data.ptr, inverses.data.ptr, mm, ld, kp, b,
+                Ra.data.ptr + g * mm * kp, kp, a_plane, Rbt.data.ptr + g * ld * kp, kp, b_plane,
+                out.data.ptr + g * mm * ld, ld, d_plane, moduli.data.ptr, inverses.data.ptr, mm, ld, kp, count,
                 ws.data.ptr, ws_bytes, stream)
             if status != 0:
                 raise RuntimeError(f"the residue GEMM failed (status {status}) on {b} x {mm} x {n} x {kp}")
-    return out[..., :n]
+    return out.transpose(1, 0, 2, 3)[..., :n]
+
+
+def stacked_residues(P):
+    """gemm_residues' (batch, b, m, n) view as (b, batch m, n): every matrix's rows in
+    one plane a modulus, without a copy (the epilogue's ``matrices``)."""
+    batch, b, m, n = P.shape
+    return P.transpose(1, 0, 2, 3).reshape(b, batch * m, n)
 
 
 # The fp8 substrate's digit GEMMs run on cuBLASLt FP8 (e4m3 x e4m3 -> FP32,
@@ -758,12 +792,14 @@ def _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride):
     return vec
 
 
-def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False, out=None):
+def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False, out=None, matrices=1):
     """CRT, Kulisch sum of slice pairs and one rounding to ``out_dtype`` (float64 or
     float32), in one kernel pass; ``residual``: the outputs' rounding residuals after
     them (as numpy_backend.epilogue).  ``out``: arrays (rows, cols) to write the
     outputs into, as numpy_backend.epilogue's (here: views of one stride, any rows
     apart: a block of a larger result, written in place instead of copied there).
+    ``matrices``: the rows hold a stack of that many matrices one after another, and
+    beta_b their columns (matrices * cols), as numpy_backend.epilogue.
 
     ``products``: per slice pair a tuple of product stacks (m, rows, cols), the
     int8/int32/int64 products or any residues of them mod p_i: (P,)
@@ -792,6 +828,8 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
         defines += (("COMPLEX", 1),)
     if residual:
         defines += (("RESIDUAL", 1),)
+    if matrices > 1:
+        defines += (("STACKED", 1),)
     vec = _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride)
     if vec > 1:
         defines += (("VEC", vec),)
@@ -817,7 +855,7 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
                              np.int64(row_stride), shift_table,
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
                        cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(out_stride),
-                       np.int64(step), rhos[0], rhos[-1]))
+                       np.int64(step), rhos[0], rhos[-1], np.int64(rows // matrices)))
     return outs + rhos if residual else outs
 
 

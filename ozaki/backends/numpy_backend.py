@@ -287,7 +287,16 @@ def fp8_recombine(XX, XY, YY, out, add=False, xp=np):
     return out
 
 
-def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False, out=None):
+def _exponents(beta_a, beta_b, matrices=1):
+    """The outputs' scale exponents beta_a[i] + beta_b[j], per matrix of a stack of
+    ``matrices`` (rows and beta_b's columns split evenly among them)."""
+    if matrices == 1:
+        return beta_a[:, None] + beta_b[None, :]
+    rows = np.asarray(beta_a).reshape(matrices, -1, 1)
+    return (rows + np.asarray(beta_b).reshape(matrices, 1, -1)).reshape(rows.shape[0] * rows.shape[1], -1)
+
+
+def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False, out=None, matrices=1):
     """CRT each pair's products, add them into one Kulisch accumulator, round once to
     ``out_dtype`` (float64 or float32: kulisch.round_to).  ``residual``: each output's
     rounding residual (round_to's, float64) after the outputs.  ``out``: arrays
@@ -298,6 +307,9 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     complex one (Re = P1 - P2, Im = P3 - P1 - P2); shifts: the pair's weight in
     limbs (2**(32*shift)); the accumulator's unit at (i, j) is
     2**(beta_a[i] + beta_b[j]).  Returns [C] or [Re, Im].
+    ``matrices``: the rows hold a stack of that many matrices one after another
+    (rows / matrices each) and beta_b their columns, matrix g's at g * cols: row i of
+    matrix g scales by 2**(beta_a[i] + beta_b[g * cols + j]).
     """
     LP = crt_constants(m).L
     L = LP + max(shifts) + 1
@@ -314,7 +326,7 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     outs = []
     for o in range(nout):
         kulisch.normalize(acc[o])
-        outs.append(kulisch.round_to(acc[o], beta_a[:, None] + beta_b[None, :], out_dtype, residual))
+        outs.append(kulisch.round_to(acc[o], _exponents(beta_a, beta_b, matrices), out_dtype, residual))
     outs = [o for o, _ in outs] + [r for _, r in outs] if residual else outs
     if out is None:
         return outs

@@ -62,12 +62,12 @@ template <typename T> static std::vector<T> load(FILE* f, size_t n) {
     return v;
 }
 // argv: input file, output file.  Input: rows cols npairs mod_stride row_stride size out_stride
-// out_step out1 (int64), npairs * NIN stacks of size PROD_T, the shifts (int32), beta_a, beta_b
-// (int64), the output buffer (rows x out_stride OUT_T) and the residuals' (double) as they
-// start.  Output: the two buffers as the kernel left them.
+// out_step out1 matrices (int64), npairs * NIN stacks of size PROD_T, the shifts (int32), beta_a,
+// beta_b (matrices * cols) (int64), the output buffer (rows x out_stride OUT_T) and the residuals'
+// (double) as they start.  Output: the two buffers as the kernel left them.
 int main(int argc, char** argv) {
     FILE* in = fopen(argv[1], "rb"); FILE* out = fopen(argv[2], "wb");
-    std::vector<long long> h = load<long long>(in, 9);
+    std::vector<long long> h = load<long long>(in, 10);
     long long rows = h[0], cols = h[1], size = h[5], n_out = rows * h[6];
     int npairs = (int)h[2];
     std::vector<std::vector<PROD_T>> stacks;
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
     std::vector<const PROD_T*> table;
     for (auto& s : stacks) table.push_back(s.data());
     std::vector<int> shifts = load<int>(in, npairs);
-    std::vector<long long> beta_a = load<long long>(in, rows), beta_b = load<long long>(in, cols);
+    std::vector<long long> beta_a = load<long long>(in, rows), beta_b = load<long long>(in, h[9] * cols);
     std::vector<OUT_T> C = load<OUT_T>(in, n_out);
     std::vector<double> rho = load<double>(in, n_out);
     // As cupy_backend.epilogue: the first three stacks as parameters, and with several pairs
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
 #endif
     epilogue(one[0], one[1], one[2], tabled ? table.data() : nullptr, npairs, rows, cols, h[3], h[4],
              tabled ? shifts.data() : nullptr, beta_a.data(), beta_b.data(), C.data(), C.data() + h[8],
-             h[6], h[7], rho0, rho1);
+             h[6], h[7], rho0, rho1, rows / h[9]);
     fwrite(C.data(), sizeof(OUT_T), C.size(), out);
     fwrite(rho.data(), 8, rho.size(), out);
     fclose(in); fclose(out);
@@ -117,24 +117,30 @@ CONFIGS = [c + (1,) for c in CONFIGS] + [
     (False, np.int32, 1, 14, np.float64, True, 4), (False, np.int64, 1, 22, np.float32, False, 4),
     (False, np.int8, 1, 16, np.float64, False, 2), (True, np.int32, 1, 16, np.float64, True, 2),
     (True, np.int8, 1, 14, np.float32, False, 2), (True, np.int64, 1, 15, np.float64, False, 2)]
+# STACKED: the rows a stack of matrices, each with its own columns' exponents (the residue
+# GEMM's stacks in one launch): int8 residues real and complex, one pair, VEC 1 and 2.
+CONFIGS = [c + (1,) for c in CONFIGS] + [
+    (False, np.int8, 1, 16, np.float64, False, 1, 4), (True, np.int8, 1, 14, np.float64, True, 2, 4),
+    (False, np.int8, 1, 15, np.float32, True, 2, 2)]
 # The pairs' shifts in limbs: out of order and with a gap, so a pair read at another's
 # shift (or all at one) lands elsewhere.
 SHIFTS = {1: [0], 2: [2, 0], 3: [1, 3, 0]}
 
 
 def config_id(c):
-    complex_, dtype, pairs, m, out_dtype, residual, vec = c
+    complex_, dtype, pairs, m, out_dtype, residual, vec, matrices = c
     return (f"{'complex' if complex_ else 'real'}-{np.dtype(dtype).name}-pairs{pairs}-m{m}-"
-            f"{np.dtype(out_dtype).name}{'-rho' if residual else ''}{f'-vec{vec}' if vec > 1 else ''}")
+            f"{np.dtype(out_dtype).name}{'-rho' if residual else ''}{f'-vec{vec}' if vec > 1 else ''}"
+            f"{f'-stack{matrices}' if matrices > 1 else ''}")
 
 
-def defines(complex_, dtype, pairs, m, out_dtype, residual, vec):
+def defines(complex_, dtype, pairs, m, out_dtype, residual, vec, matrices):
     """cupy_backend.epilogue's compile-time defines."""
     LP = crt.crt_constants(m).L
     d = [("PROD_T", PROD_T[np.dtype(dtype)]), ("NMOD", m), ("LP", LP),
          ("LACC", LP if pairs == 1 else LP + max(SHIFTS[pairs]) + 1), ("OUT_T", OUT_T[np.dtype(out_dtype)])]
     d += [("SINGLE_PAIR", 1)] * (pairs == 1) + [("COMPLEX", 1)] * complex_ + [("RESIDUAL", 1)] * residual
-    d += [("VEC", vec)] * (vec > 1)
+    d += [("VEC", vec)] * (vec > 1) + [("STACKED", 1)] * (matrices > 1)
     return "".join(f"#define {k} {v}\n" for k, v in d)
 
 
@@ -259,9 +265,9 @@ def run(host, tmp_path, products, shifts, ba, bb):
     (read, they would change the sums); the outputs lie gap[2] elements apart a row beyond
     their step * cols, the output buffers full of a NaN pattern that must stay where
     nothing is written."""
-    (complex_, dtype, pairs, m, out_dtype, residual, vec), exe = host
+    (complex_, dtype, pairs, m, out_dtype, residual, vec, matrices), exe = host
     gap = (3, 5, 4) if vec == 1 else (vec, 2 * vec, 4)
-    rows, cols = ba.size, bb.size
+    rows, cols = ba.size, bb.size // matrices
     row_stride = cols + gap[0]
     mod_stride = rows * row_stride + gap[1]
     size = m * mod_stride
@@ -274,7 +280,7 @@ def run(host, tmp_path, products, shifts, ba, bb):
     R0 = np.full((rows, out_stride), 0x7FF4DEADBEEF0001, dtype=np.uint64).view(np.float64)
     src, dst = tmp_path / "in.bin", tmp_path / "out.bin"
     with open(src, "wb") as f:
-        np.array([rows, cols, pairs, mod_stride, row_stride, size, out_stride, step, step - 1],
+        np.array([rows, cols, pairs, mod_stride, row_stride, size, out_stride, step, step - 1, matrices],
                  dtype=np.int64).tofile(f)
         for pair in products:
             for P in pair:
@@ -311,12 +317,21 @@ def same(want, got):
 
 
 def test_epilogue_matches_numpy(host, tmp_path, rng):
-    complex_, dtype, pairs, m, out_dtype, residual, vec = host[0]
+    complex_, dtype, pairs, m, out_dtype, residual, vec, matrices = host[0]
     shape = (16, 20)              # columns 12-19 drawn at random (values)
     products = [pair_products(rng, m, shape, dtype, complex_) for _ in range(pairs)]
     shifts = SHIFTS[pairs]
     ba, bb = exponents(rng, m, pairs, shape, out_dtype)
-    want = numpy_backend.epilogue(products, shifts, m, ba, bb, out_dtype, residual)
+    if matrices > 1:              # each matrix's columns their own exponents, far apart
+        bb = np.concatenate([bb + 40 * g * (-1) ** g for g in range(matrices)])
+    want = numpy_backend.epilogue(products, shifts, m, ba, bb, out_dtype, residual, matrices=matrices)
+    if matrices > 1:              # numpy's stacked epilogue is its epilogue per matrix
+        rows = shape[0] // matrices
+        each = [numpy_backend.epilogue([tuple(P[:, g * rows:(g + 1) * rows] for P in pair) for pair in products],
+                                       shifts, m, ba[g * rows:(g + 1) * rows], bb[g * shape[1]:(g + 1) * shape[1]],
+                                       out_dtype, residual) for g in range(matrices)]
+        for o, w in enumerate(want):
+            assert same(w, np.concatenate([e[o] for e in each]))
     got = run(host, tmp_path, products, shifts, ba, bb)
     assert len(got) == len(want) == (2 if complex_ else 1) * (2 if residual else 1)
     for w, g in zip(want, got):

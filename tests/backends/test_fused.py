@@ -103,6 +103,36 @@ def test_stacks_and_broadcast(rng, path):
     assert same_bits(ozaki.matmul(Z, Z), on_path(path, Z, Z))
 
 
+@pytest.mark.parametrize("complex_", [False, True])
+def test_residue_gemm_takes_a_stack_in_one_launch(rng, monkeypatch, complex_):
+    """A stack on the residue GEMM's path: one CUTLASS launch a Karatsuba part (every
+    modulus of every matrix), one epilogue, the CPU's bits; B broadcast, n off the
+    16-byte row (zero rows padded in), a matrix of specials."""
+    from ozaki.backends import cupy_backend
+    from tests.backends.test_residue_gemm import residue_gemm_backend
+    residue_gemm_backend()
+    lib = cupy_backend._residue_gemm_library()[0]
+    launches, epilogues = [], []
+    real_gemm, real_epilogue = lib.ozaki_residue_gemm, cupy_backend.epilogue
+    monkeypatch.setattr(lib, "ozaki_residue_gemm", lambda *a: launches.append(a[-4]) or real_gemm(*a))
+    monkeypatch.setattr(cupy_backend, "epilogue", lambda *a, **kw: epilogues.append(1) or real_epilogue(*a, **kw))
+    A = inputs.wide(rng, (11, 37, 70), 12)
+    B = inputs.sprinkle_zeros(rng, inputs.wide(rng, (1, 70, 21), 12))
+    A[4] = inputs.sprinkle_specials(rng, A[4])
+    if complex_:
+        A = A + 1j * inputs.wide(rng, A.shape, 12)
+        B = B - 1j * inputs.wide(rng, B.shape, 12)
+    for mode in ("fast", "accurate"):
+        launches.clear(), epilogues.clear()
+        with ozaki.config(path="cutlass"):
+            import cupy
+            got = cupy.asnumpy(ozaki.matmul(cupy.asarray(A), cupy.asarray(B), mode=mode))
+        assert same_bits(ozaki.matmul(A, B, mode=mode), got), mode
+        nm = scheme.default_num_moduli(mode, 70 * (2 if complex_ else 1))
+        assert launches == [11 * nm] * (3 if complex_ else 1), mode      # L = moduli x matrices
+        assert len(epilogues) == 1, mode
+
+
 def test_fused_product_at_the_int32_limits(rng):
     """Every residue at its extreme sign and size, k at the kernel's int32 limit:
     the accumulators reach k 2**14 (real) and 3 k 2**14 (complex) in magnitude."""

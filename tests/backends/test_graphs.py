@@ -104,7 +104,31 @@ def test_graphs_off_and_large_products_stay_eager(rng, graphs, monkeypatch):
         ozaki.matmul(A, A)
     assert not graphs._graphs
     monkeypatch.setattr(graphs, "ENABLED", True)
-    B = cupy.asarray(rng.standard_normal((1200, 1200)))     # past GRAPH_MAX_WORK: eager
+    from ozaki import scheme
+    n = int(round(scheme.GRAPH_MAX_WORK ** (1 / 3))) + 16     # past GRAPH_MAX_WORK: eager
+    B = cupy.asarray(rng.standard_normal((n, n)))
     for _ in range(3):
         ozaki.matmul(B, B)
     assert not graphs._graphs
+
+
+@pytest.mark.parametrize("case", [
+    ("accurate", (96, 80), (80, 64), False),
+    ("fast", (96, 80), (80, 64), False),
+    ("accurate", (33, 17, 40), (33, 40, 9), False),         # a stack: one residue GEMM, one epilogue
+    ("accurate", (48, 64), (64, 32), True),                  # complex
+])
+def test_replays_on_the_residue_gemm(rng, graphs, case):
+    """The residue GEMM's path (CUTLASS through ctypes, then the epilogue) captured and
+    replayed: the CPU's bits on fresh data each call, specials included."""
+    import cupy
+    from tests.backends.test_residue_gemm import residue_gemm_backend
+    residue_gemm_backend()                     # skipped off Hopper or without nvcc and CUTLASS
+    mode, shape_a, shape_b, complex_ = case
+    results = []
+    with ozaki.config(path="cutlass"):
+        for A, B in draws(rng, shape_a, shape_b, complex_, 6):
+            results.append((ozaki.matmul(A, B, mode=mode), ozaki.matmul(cupy.asarray(A), cupy.asarray(B), mode=mode)))
+    assert len(graphs._graphs) == 1, "the repeated shape was not captured"
+    for c, (cpu, gpu) in enumerate(results):
+        assert same_bits(cpu, cupy.asnumpy(gpu)), c

@@ -18,6 +18,10 @@
 //   OUT_T        the output type, double (default) or float: the format rounded to
 //   RESIDUAL     defined: also each output's rounding residual x - RN(x), as double,
 //                into rho0 / rho1 (rounding.cuh; exact mode's test, Ziv's strategy)
+//   STACKED      defined: the rows hold a stack of matrices of matrix_rows rows each, one
+//                after another, and beta_b the stack's columns, cols a matrix: row r's
+//                columns scale by beta_b[(r / matrix_rows) cols + col] (a stack of small
+//                products in one launch, not one a matrix)
 //   VEC          adjacent outputs of a row a thread (1, the default; 2 or 4 with
 //                SINGLE_PAIR): one aligned load of VEC products a stack and modulus,
 //                and each modulus' constants and 64-bit addresses shared by the VEC
@@ -62,7 +66,8 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
                                     const long long* __restrict__ beta_b,
                                     OUT_T* __restrict__ out0, OUT_T* __restrict__ out1,
                                     long long out_stride, long long out_step,
-                                    double* __restrict__ rho0, double* __restrict__ rho1) {
+                                    double* __restrict__ rho0, double* __restrict__ rho1,
+                                    long long matrix_rows) {
     // Every product array has shape (NMOD, rows, cols) with the same strides (in
     // elements; the last axis contiguous): they come from one GEMM routine.
     const long long groups = cols / VEC;                  // cols % VEC == 0 (the host's choice)
@@ -137,9 +142,14 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
                 for (int o = 0; o < NOUT; ++o) crt_lift(S[u][o], acc[u][o], sh);
         }
         long long ea = beta_a[row];
+#ifdef STACKED
+        const long long* bb = beta_b + (row / matrix_rows) * cols;
+#else
+        const long long* bb = beta_b;
+#endif
 #pragma unroll
         for (int u = 0; u < VEC; ++u) {
-            long long e = ea + beta_b[col + u];
+            long long e = ea + bb[col + u];
             long long at = row * out_stride + (col + u) * out_step;
             normalize(acc[u][0], LACC);
 #ifdef RESIDUAL
