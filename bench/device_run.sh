@@ -353,10 +353,10 @@ elif [ "$profile" = s14c ] || [ "$profile" = s14d ]; then
     [ -d base/ozaki ] && (cd base && stage kernels_fftn_1024_base 100 env PYTHONPATH=$OLDPWD:$PYTHONPATH \
         python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4)
 elif [ "$profile" = s15a ]; then
-    gpu_tests gpu_paths 200 tests/backends/test_fused.py tests/backends/test_graphs.py tests/backends/test_residue_gemm.py
-    gpu_tests gpu_epilogue 100 tests/backends/test_cupy_backend.py -k "epilogue or stack"
-    stage crossover 240 python3 -m bench.crossover --max-work $((1 << 36)) --repeats 5 --out "$W/crossover.json"
-    stage gemm_small 200 python3 -m bench.gemm --sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 \
+    gpu_tests gpu_paths 150 tests/backends/test_fused.py tests/backends/test_graphs.py tests/backends/test_residue_gemm.py
+    gpu_tests gpu_epilogue 60 tests/backends/test_cupy_backend.py -k "epilogue or stack"
+    stage crossover 200 python3 -m bench.crossover --max-work $((1 << 36)) --repeats 5 --out "$W/crossover.json"
+    stage gemm_small 170 python3 -m bench.gemm --sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 \
         16x1024x1024x1024 --paths auto fused cutlass --families normal --no-emulated --samples 12 --repeats 5 \
         --modes accurate accurate:14 --out "$W/gemm_small.json"
 elif [ "$profile" = s13b ]; then
