@@ -174,18 +174,6 @@ def run(cases, repeats):
             row[f"{path}_ms"] = t
             row[f"{path}_ratio"] = t_native / t
             row[f"{path}_tflops"] = flops / t / 1e9
-        from ozaki.backends import cupy_backend as be, graphs
-        if "cutlass" in paths and max(m, n) <= be.RESIDUE_GEMM_SMALL_SIDE:
-            # the residue GEMM's wide build on the same product, against its small one
-            saved, be.RESIDUE_GEMM_SMALL_SIDE = be.RESIDUE_GEMM_SMALL_SIDE, 0
-            graphs.clear()                     # (a replay would run the small build's graph)
-            try:
-                with ozaki.config(path="cutlass"):
-                    t, _ = common.time_gpu(lambda: ozaki.matmul(dA, dB), warmup=1, repeats=repeats)
-                row["cutlass_wide_ms"], row["cutlass_wide_ratio"] = t, t_native / t
-            finally:
-                be.RESIDUE_GEMM_SMALL_SIDE = saved
-                graphs.clear()
         row["same_bits"] = all(bool(cupy.array_equal(results[p].view(cupy.int64), results["fused"].view(cupy.int64)))
                                for p in paths)
         row["winner"] = min(paths, key=lambda p: row[f"{p}_ms"])
@@ -204,7 +192,7 @@ def print_row(r):
     kern = (f" kernel {r['kernel_ms']:.3f} ms {r['kernel_tops']:.0f} TOPS {r['kernel_bytes_per_output']:.0f} B/out"
             if "kernel_ms" in r else "")
     paths = "".join(f"| {p} {r[p + '_ms']:8.3f} ms x{r[p + '_ratio']:6.3f} "
-                    for p in ("fused", "cutlass", "cutlass_wide", "cublas") if p + "_ms" in r)
+                    for p in ("fused", "cutlass", "cublas") if p + "_ms" in r)
     print(f"{r['case']:13s} {shape:24s} native {r['native_ms']:8.3f} ms {paths}| "
           f"{r['winner']:7s} bits {'==' if r['same_bits'] else '!='}{kern}", flush=True)
 

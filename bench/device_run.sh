@@ -122,11 +122,15 @@
 #             64 x 64 ping-pong build, CUDA-graph replays on its path: their GPU tests, then the crossover
 #             table of fused / residue GEMM / cuBLAS paths (and the wide build on small stacks) to 2**36, and
 #             issue 11's small squares and stacks on the fused and residue-GEMM paths at 16 and 14 moduli
+#   s15b      the residue GEMM's path replayed (accurate mode's bound on chip where a product replays), the
+#             small build taken back: its GPU tests and the graphs', the crossover table again, issue 11's small
+#             squares and stacks on each path, time per kernel of 2048^2 and 16 x 1024^2, and issue 11's
+#             squares 8192 and 16384 and ZGEMM 8192 at 16, 15 and 14 moduli on this card
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -359,6 +363,19 @@ elif [ "$profile" = s15a ]; then
     stage gemm_small 170 python3 -m bench.gemm --sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 \
         16x1024x1024x1024 --paths auto fused cutlass --families normal --no-emulated --samples 12 --repeats 5 \
         --modes accurate accurate:14 --out "$W/gemm_small.json"
+elif [ "$profile" = s15b ]; then
+    gpu_tests gpu_paths 200 tests/backends/test_graphs.py tests/backends/test_residue_gemm.py tests/backends/test_fused.py \
+        -k "not paths_same_bits and not moduli_counts"
+    stage crossover 60 python3 -m bench.crossover --max-work $((1 << 36)) --repeats 5 --out "$W/crossover.json"
+    stage gemm_small 60 python3 -m bench.gemm --sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 \
+        16x1024x1024x1024 --paths auto fused cutlass --families normal --no-emulated --samples 12 --repeats 5 \
+        --modes accurate accurate:14 --out "$W/gemm_small.json"
+    stage kernels_matmul_2048 30 python3 -m bench.kernel_times matmul 2048 --top 14 --gaps 4
+    stage kernels_stack_16x1024 30 python3 -m bench.kernel_times stack 16x1024 --top 14 --gaps 4
+    stage gemm 170 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 12 \
+        --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
+    stage zgemm 60 python3 -m bench.gemm --sizes 8192 --families complex --no-emulated --samples 12 \
+        --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -382,7 +399,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ 
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then

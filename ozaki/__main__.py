@@ -246,8 +246,7 @@ def build_kernels():
     """``python -m ozaki build``: the native libraries into the cache; 0 built, 1 not."""
     from .backends import native
     try:
-        for variant, defines in native.RESIDUE_GEMM_BUILDS.items():
-            print(f"residue GEMM ({variant}): {native.build('residue_gemm.cu', defines)}", flush=True)
+        print(f"residue GEMM: {native.build('residue_gemm.cu')}")
         return 0
     except native.NativeUnavailable as exc:
         print(f"residue GEMM: not built: {exc}", file=sys.stderr)

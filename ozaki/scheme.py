@@ -975,6 +975,19 @@ def _replayable_shape(backend, shape_a, n, mode, num_moduli, path, complex_, par
     return backend.choose_path(path, m, n, k, batch, count, 3 if complex_ else 1) in GRAPH_PATHS
 
 
+def _bound_path(backend, path, m, n, k, batch):
+    """How accurate mode's bound GEMM runs: the backend's path for one modulus, except that
+    a product small enough to replay as a CUDA graph (GRAPH_MAX_WORK) takes its maxima on
+    chip (the fused kernel) wherever it fits, so that no cuBLAS call (which CuPy refuses
+    inside a capture) keeps the residue GEMM's path from replaying.  A forced "cublas"
+    keeps cuBLAS."""
+    chosen = backend.choose_path(path, m, n, k, batch, 1)
+    if (chosen != "fused" and path != "cublas" and batch * m * n * k <= GRAPH_MAX_WORK
+            and backend.choose_path("fused", m, n, k, batch, 1) == "fused"):
+        return "fused"
+    return chosen
+
+
 def _finite_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path, part_dtype, host=True,
                   residual=False):
     """The finite pipeline of a piece: (C parts (batch, m, n), the IEEE flags found (a
@@ -987,7 +1000,7 @@ def _finite_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrat
     (A_parts, A_plan), (Bt_parts, Bt_plan) = (X.rows() if isinstance(X, Prepared) else operand_rows(backend, X, side)
                                               for X, side in ((A, "left"), (B, "right")))
     parts = 3 if complex_ else 1       # int8 products per modulus
-    bound_path = backend.choose_path(path, m, n, A_plan.shape[1], batch, 1)
+    bound_path = _bound_path(backend, path, m, n, A_plan.shape[1], batch)
     plan = make_plan(xp, A_plan, Bt_plan, mode, num_moduli, backend, len(A_parts), batch, bound_path, part_dtype,
                      prepared)
     product_path = "cublas" if substrate != "int8" else backend.choose_path(

@@ -502,34 +502,27 @@ RESIDUE_GEMM_AUTO_WORK = 1 << 36        # m n k of one matrix
 RESIDUE_GEMM_CUBLAS_SIDE = 4096
 
 
-# The residue GEMM's builds (native.RESIDUE_GEMM_BUILDS): the small one takes products whose
-# output sides are both at most RESIDUE_GEMM_SMALL_SIDE, once built.
-RESIDUE_GEMM_SMALL_SIDE = 64
-
-_RESIDUE_GEMM = {}                      # build -> {"lib": the loaded library, or "why": why it cannot load}
+_RESIDUE_GEMM = {}                      # "lib": the loaded library, or "why": why it cannot load
 
 
-def _residue_gemm_library(build=True, variant="wide"):
-    """(library, None) when the residue GEMM (``variant`` of native.RESIDUE_GEMM_BUILDS) runs on
-    this device, else (None, why).
+def _residue_gemm_library(build=True):
+    """(library, None) when the residue GEMM runs on this device, else (None, why).
     ``build``: compile it if it is not in the cache yet (about a minute of nvcc); "auto"
     passes False, so a product never waits for a compile it did not ask for (a forced
     path="cutlass", residue_gemm_available() or ``python -m ozaki build`` builds it)."""
-    state = _RESIDUE_GEMM.setdefault(variant, {})
-    if "lib" in state:
-        return state["lib"], None
+    if "lib" in _RESIDUE_GEMM:
+        return _RESIDUE_GEMM["lib"], None
     cc = cupy.cuda.Device().compute_capability
     if cc != "90":
         return None, f"the residue GEMM is built for sm_90a; this device is sm_{cc}"
-    if "why" in state:
-        return None, state["why"]
-    defines = native.RESIDUE_GEMM_BUILDS[variant]
-    if not build and not native.built("residue_gemm.cu", defines):
+    if "why" in _RESIDUE_GEMM:
+        return None, _RESIDUE_GEMM["why"]
+    if not build and not native.built("residue_gemm.cu"):
         return None, "the residue GEMM is not built yet (python -m ozaki build)"
     try:
-        lib = native.library("residue_gemm.cu", defines)
+        lib = native.library("residue_gemm.cu")
     except native.NativeUnavailable as exc:
-        state["why"] = str(exc)
+        _RESIDUE_GEMM["why"] = str(exc)
         return None, str(exc)
     lib.ozaki_residue_gemm.restype = ctypes.c_int
     lib.ozaki_residue_gemm.argtypes = ([ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong] * 3
@@ -537,18 +530,8 @@ def _residue_gemm_library(build=True, variant="wide"):
                                        + [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p])
     lib.ozaki_residue_gemm_workspace.restype = ctypes.c_size_t
     lib.ozaki_residue_gemm_workspace.argtypes = [ctypes.c_int] * 4
-    state["lib"] = lib
+    _RESIDUE_GEMM["lib"] = lib
     return lib, None
-
-
-def _residue_gemm_for(m, n):
-    """The residue GEMM library for (m, n) outputs a matrix: the small build where both sides
-    fit RESIDUE_GEMM_SMALL_SIDE and it is built (or builds), else the wide one; (lib, why)."""
-    if max(m, n) <= RESIDUE_GEMM_SMALL_SIDE:
-        lib, _ = _residue_gemm_library(build=False, variant="small")
-        if lib is not None:
-            return lib, None
-    return _residue_gemm_library()
 
 
 def residue_gemm_available():
@@ -557,10 +540,11 @@ def residue_gemm_available():
     return True if lib is not None else why
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=None)
 def _moduli_arrays(m, device, repeat=1):
     """The moduli and their rounded inverses, float64 on the device (the residue GEMM's
-    epilogue), each ``repeat`` times in a row (a stack's matrices: one batch entry each)."""
+    epilogue), each ``repeat`` times in a row (a stack's matrices: one batch entry each).
+    Never evicted: a captured CUDA graph reads them by address (graphs.py)."""
     ps = np.repeat(np.array(_moduli(m), dtype=np.float64), repeat)
     return cupy.asarray(ps), cupy.asarray(1.0 / ps)
 
@@ -585,7 +569,7 @@ def gemm_residues(Ra, Rbt, m, batch=1):
     mm, n = rows // batch, Rbt.shape[1] // batch
     if max(mm, n + RESIDUE_ROW_ALIGN) >= 2 ** 31:
         raise ValueError(f"the residue GEMM takes fewer than 2**31 rows a side, got {mm} x {n}")
-    lib, why = _residue_gemm_for(mm, n)
+    lib, why = _residue_gemm_library()
     if lib is None:
         raise RuntimeError(f"path='cutlass' cannot run: {why}")
     ld = -(-n // RESIDUE_ROW_ALIGN) * RESIDUE_ROW_ALIGN
@@ -977,7 +961,11 @@ def fused_fits(num_moduli, parts, npairs, k):
 # and stacks of them.  Measured at 042f961 (2026-12-03): fused won
 # every stack up to 64 x 512^3 (2**33 of work), n <= 1024 and complex n = 1024;
 # cuBLAS won 16 x 1024^3, n >= 2048 and the skinny 16384^2 x 256.
-FUSED_AUTO_WORK = 1 << 33               # batch m n k
+# Measured again at b8c40ab (H200, bench/results/2026-12-06-b8c40ab-h200/crossover.txt), the
+# residue GEMM's path taking a stack in one launch: fused still wins 4096 x 64^2 (1.83 against
+# 2.58 ms), 1024 x 128^2 (1.71 / 2.07), 512^2 and 1024^2 (0.55 / 1.54); the residue GEMM wins
+# 256 x 256^2 (1.94 / 2.08), 64 x 512^2 (2.07 / 2.69), 16 x 1024^2 (2.18 / 3.81) and 2048^2.
+FUSED_AUTO_WORK = 1 << 31               # batch m n k
 FUSED_AUTO_MATRIX_WORK = 1 << 30        # m n k of one matrix
 
 

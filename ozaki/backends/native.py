@@ -23,19 +23,12 @@ import subprocess
 import tempfile
 import ctypes
 
-__all__ = ["RESIDUE_GEMM_BUILDS", "NativeUnavailable", "library", "build", "built", "cutlass_include", "nvcc", "cache_dir"]
+__all__ = ["NativeUnavailable", "library", "build", "built", "cutlass_include", "nvcc", "cache_dir"]
 
 _KERNELS = os.path.join(os.path.dirname(__file__), "kernels")
 
 FLAGS = ("-std=c++17", "-O3", "-arch=sm_90a", "-shared", "-Xcompiler", "-fPIC", "--expt-relaxed-constexpr",
          "-DNDEBUG")
-
-
-# The builds of kernels/residue_gemm.cu (nvcc defines): "wide", its default 256 x 128 tile
-# on two cooperative warpgroups, and "small", 64 x 64 tiles of 64 inner bytes on the
-# ping-pong schedule, for stacks of small matrices (the wide tile runs 8x the products a
-# 64 x 64 matrix keeps).  ``python -m ozaki build`` builds both.
-RESIDUE_GEMM_BUILDS = {"wide": (), "small": (("TILE_M", 64), ("TILE_N", 64), ("TILE_K", 64), ("PINGPONG", 1))}
 
 
 class NativeUnavailable(RuntimeError):

@@ -46,17 +46,6 @@ using namespace cute;
 #ifndef TILE_K
 #define TILE_K 128
 #endif
-// PINGPONG: one consumer warpgroup a tile, two tiles in flight (CUTLASS's ping-pong
-// schedule), so a tile may be 64 rows: the small-matrix build (native.RESIDUE_GEMM_BUILDS)
-// for stacks of 64 x 64 products, where the 256 x 128 tile would run eight times the
-// products it keeps.
-#ifdef PINGPONG
-#define MAINLOOP_SCHEDULE cutlass::gemm::KernelTmaWarpSpecializedPingpong
-#define EPILOGUE_SCHEDULE cutlass::epilogue::TmaWarpSpecialized
-#else
-#define MAINLOOP_SCHEDULE cutlass::gemm::KernelTmaWarpSpecializedCooperative
-#define EPILOGUE_SCHEDULE cutlass::epilogue::TmaWarpSpecializedCooperative
-#endif
 
 namespace ozaki {
 
@@ -95,13 +84,13 @@ using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
     cutlass::epilogue::collective::EpilogueTileAuto, int32_t, double,
     void, LayoutD, kAlign, int8_t, LayoutD, kAlign,
-    EPILOGUE_SCHEDULE, Residue>::CollectiveOp;
+    cutlass::epilogue::TmaWarpSpecializedCooperative, Residue>::CollectiveOp;
 
 using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, int8_t, LayoutA, kAlign, int8_t, LayoutB, kAlign,
     int32_t, TileShape, ClusterShape,
     cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
-    MAINLOOP_SCHEDULE>::CollectiveOp;
+    cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
 
 using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop, Epilogue>;
 using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
