@@ -125,7 +125,7 @@
 #   s15b      the residue GEMM's path replayed (accurate mode's bound on chip where a product replays), the
 #             small build taken back: its GPU tests and the graphs', the crossover table again, issue 11's small
 #             squares and stacks on each path, time per kernel of 2048^2 and 16 x 1024^2, and issue 11's
-#             squares 8192 and 16384 and ZGEMM 8192 at 16, 15 and 14 moduli on this card
+#             squares 8192 and 16384 at 16, 15 and 14 moduli on this card
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
@@ -374,8 +374,6 @@ elif [ "$profile" = s15b ]; then
     stage kernels_stack_16x1024 30 python3 -m bench.kernel_times stack 16x1024 --top 14 --gaps 4
     stage gemm 170 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 12 \
         --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
-    stage zgemm 60 python3 -m bench.gemm --sizes 8192 --families complex --no-emulated --samples 12 \
-        --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
