@@ -32,6 +32,10 @@ ENABLED = os.environ.get("OZAKI_CUDA_GRAPHS", "1") != "0"
 # must not do.
 CAPTURE_AFTER = 2
 CACHE_ENTRIES = 16
+# ... and at most this many bytes held in the cached graphs' pools (the least recently used
+# dropped first, the newest kept): a graph keeps every intermediate of its product, about
+# 1.2 GB for a stack of 16 x 1024^2 at 16 moduli (scheme.GRAPH_MAX_WORK).
+CACHE_BYTES = 4 << 30
 
 _lock = threading.Lock()
 _graphs = collections.OrderedDict()      # key -> _Graph
@@ -59,6 +63,7 @@ class _Graph:
                 self.C, self.found = finite(self.A, self.B)
             finally:
                 self.graph = self.stream.end_capture()
+        self.nbytes = self.pool.total_bytes()
 
     def replay(self, A, B):
         with self.lock:
@@ -108,7 +113,8 @@ def replayed(key, finite, A, B):
         with _lock:
             _graphs[key] = graph
             _calls.pop(key, None)
-            while len(_graphs) > CACHE_ENTRIES:
+            while len(_graphs) > CACHE_ENTRIES or (
+                    len(_graphs) > 1 and sum(g.nbytes for g in _graphs.values()) > CACHE_BYTES):
                 _graphs.popitem(last=False)
     return graph.replay(A, B)
 

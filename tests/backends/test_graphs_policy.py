@@ -19,6 +19,7 @@ class Recorder:
     def __init__(self):
         self.events = []
         self.capturing = False
+        self.pool_bytes = 0             # what each graph's pool holds after its capture
 
 
 def fake_cupy(rec):
@@ -67,7 +68,8 @@ def fake_cupy(rec):
             return Array(self.shape, self.dtype)
 
     cuda = types.SimpleNamespace(
-        Stream=Stream, get_current_stream=lambda: Stream(), MemoryPool=lambda: types.SimpleNamespace(malloc=None),
+        Stream=Stream, get_current_stream=lambda: Stream(),
+        MemoryPool=lambda: types.SimpleNamespace(malloc=None, total_bytes=lambda: rec.pool_bytes),
         using_allocator=lambda malloc: Stream(), runtime=types.SimpleNamespace(streamCaptureModeRelaxed=2),
         Device=lambda: types.SimpleNamespace(id=0))
     return types.SimpleNamespace(cuda=cuda, empty=lambda shape, dtype: Array(shape, dtype)), Array
@@ -145,6 +147,24 @@ def test_least_recently_used_dropped(graphs, monkeypatch):
     assert list(g._graphs) == [("a", 0), ("c", 0)]
     g.clear()
     assert not g._graphs and not g._calls
+
+
+def test_bytes_held_bound_the_cache(graphs, monkeypatch):
+    """Past CACHE_BYTES in the graphs' pools the least recently used go first; the newest
+    stays even when it alone holds more."""
+    g, rec, Array = graphs
+    monkeypatch.setattr(g, "CACHE_BYTES", 250)
+    A = Array()
+    finite = finite_of(rec, Array)
+    for key, held in (("a", 100), ("b", 100), ("a", 100), ("c", 100)):
+        rec.pool_bytes = held
+        for _ in range(2):
+            g.replayed((key,), finite, A, A)
+    assert list(g._graphs) == [("a", 0), ("c", 0)]
+    rec.pool_bytes = 400
+    for _ in range(2):
+        g.replayed(("d",), finite, A, A)
+    assert list(g._graphs) == [("d", 0)]
 
 
 def test_off_or_capturing_is_eager(graphs, monkeypatch):
