@@ -124,8 +124,7 @@
 #             issue 11's small squares and stacks on the fused and residue-GEMM paths at 16 and 14 moduli
 #   s15b      the residue GEMM's path replayed (accurate mode's bound on chip where a product replays), the
 #             small build taken back: its GPU tests and the graphs', the crossover table again, issue 11's small
-#             squares and stacks on each path (crossover to 2**34), time per kernel of 2048^2, and issue 11's
-#             squares 8192 and 16384 at 15 and 14 moduli on this card
+#             squares and stacks on each path (crossover to 2**34), time per kernel of 2048^2
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
@@ -364,15 +363,13 @@ elif [ "$profile" = s15a ]; then
         16x1024x1024x1024 --paths auto fused cutlass --families normal --no-emulated --samples 12 --repeats 5 \
         --modes accurate accurate:14 --out "$W/gemm_small.json"
 elif [ "$profile" = s15b ]; then
-    gpu_tests gpu_paths 100 tests/backends/test_graphs.py tests/backends/test_fused.py \
+    gpu_tests gpu_paths 90 tests/backends/test_graphs.py tests/backends/test_fused.py \
         -k "graphs or replays or residue_gemm_takes or stacks_and_broadcast or auto_path"
     stage crossover 45 python3 -m bench.crossover --max-work $((1 << 34)) --repeats 5 --out "$W/crossover.json"
     stage gemm_small 50 python3 -m bench.gemm --sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 \
         16x1024x1024x1024 --paths auto fused cutlass --families normal --no-emulated --samples 12 --repeats 5 \
         --modes accurate accurate:14 --out "$W/gemm_small.json"
     stage kernels_matmul_2048 25 python3 -m bench.kernel_times matmul 2048 --top 14 --gaps 4
-    stage gemm 90 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 12 \
-        --repeats 5 --modes accurate:15 accurate:14 --out "$W/gemm.json"
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
