@@ -125,11 +125,13 @@
 #   s15b      the residue GEMM's path replayed (accurate mode's bound on chip where a product replays), the
 #             small build taken back: its GPU tests and the graphs', the crossover table again, issue 11's small
 #             squares and stacks on each path (crossover to 2**34), time per kernel of 2048^2
+#   s15c      the auto path from s15b's crossover (fused below a residue GEMM tile, the residue GEMM above):
+#             its tests, the graphs' and the API's same bits, issue 11's small squares and stacks on "auto"
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -370,6 +372,12 @@ elif [ "$profile" = s15b ]; then
         16x1024x1024x1024 --paths auto fused cutlass --families normal --no-emulated --samples 12 --repeats 5 \
         --modes accurate accurate:14 --out "$W/gemm_small.json"
     stage kernels_matmul_2048 25 python3 -m bench.kernel_times matmul 2048 --top 14 --gaps 4
+elif [ "$profile" = s15c ]; then
+    gpu_tests gpu_auto 90 tests/backends/test_graphs.py tests/backends/test_fused.py tests/test_api.py \
+        -k "graphs or replays or auto_path or stacks_and_broadcast or complex_paths or same_bits"
+    stage gemm_small 50 python3 -m bench.gemm --sizes 512 1024 2048 4096 --shapes 4096x64x64x64 1024x128x128x128 \
+        256x256x256x256 16x1024x1024x1024 --families normal --no-emulated --samples 12 --repeats 5 \
+        --modes accurate accurate:14 --out "$W/gemm_small.json"
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -393,7 +401,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ 
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then

@@ -961,12 +961,17 @@ def fused_fits(num_moduli, parts, npairs, k):
 # and stacks of them.  Measured at 042f961 (2026-12-03): fused won
 # every stack up to 64 x 512^3 (2**33 of work), n <= 1024 and complex n = 1024;
 # cuBLAS won 16 x 1024^3, n >= 2048 and the skinny 16384^2 x 256.
-# Measured again at b8c40ab (H200, bench/results/2026-12-06-b8c40ab-h200/crossover.txt), the
-# residue GEMM's path taking a stack in one launch: fused still wins 4096 x 64^2 (1.83 against
-# 2.58 ms), 1024 x 128^2 (1.71 / 2.07), 512^2 and 1024^2 (0.55 / 1.54); the residue GEMM wins
-# 256 x 256^2 (1.94 / 2.08), 64 x 512^2 (2.07 / 2.69), 16 x 1024^2 (2.18 / 3.81) and 2048^2.
-FUSED_AUTO_WORK = 1 << 31               # batch m n k
+# Measured again with the residue GEMM's path taking a stack in one launch and replaying
+# (8a5cb17, H100: bench/results/2026-12-06-8a5cb17-h100/crossover.txt; b8c40ab, H200, before
+# its replays): the fused kernel wins where a matrix is smaller than one residue GEMM tile
+# (256 x 128 outputs): 4096 x 64^2 1.67 against 4.36 ms, 1024 x 128^2 1.79 / 2.10, complex
+# 256 x 64^2 0.52 / 1.02; the residue GEMM wins every larger matrix: 512^2 0.206 / 0.230,
+# 1024^2 0.317 / 0.383, 2048^2 0.745 / 1.540, complex 1024^2 0.60 / 1.18, 256 x 256^2 1.80 /
+# 2.13, 64 x 512^2 1.86 / 2.62, 16 x 1024^2 2.10 / 3.67.  Where the residue GEMM is not built,
+# the fused kernel keeps every product up to these works (cuBLAS's path: 0.92 ms at 1024^2).
+FUSED_AUTO_WORK = 1 << 33               # batch m n k
 FUSED_AUTO_MATRIX_WORK = 1 << 30        # m n k of one matrix
+FUSED_AUTO_SIDE = 128                   # ... and with the residue GEMM built, max(m, n) of one matrix
 
 
 def choose_path(path, m, n, k, batch, num_moduli, parts=1, npairs=1):
@@ -977,7 +982,8 @@ def choose_path(path, m, n, k, batch, num_moduli, parts=1, npairs=1):
         return path
     work = m * n * k
     if fused_fits(num_moduli, parts, npairs, k) and (
-            path == "fused" or (work <= FUSED_AUTO_MATRIX_WORK and batch * work <= FUSED_AUTO_WORK)):
+            path == "fused" or (work <= FUSED_AUTO_MATRIX_WORK and batch * work <= FUSED_AUTO_WORK and (
+                max(m, n) <= FUSED_AUTO_SIDE or _residue_gemm_library(build=False)[0] is None))):
         return "fused"
     return _unfused(m, n, k)
 

@@ -196,6 +196,15 @@ def test_auto_path_table():
     assert cupy_backend.choose_path("fused", 8, 8, 64, 1, 49, 3, 4) == unfused     # shared memory
     assert cupy_backend.choose_path("auto", 65536, 256, 256, 1, 26, 3) == unfused   # an FFT stage
     assert cupy_backend.choose_path("auto", 4096, 4096, 4096, 1, 16) == unfused
+    # matrices smaller than a residue GEMM tile stay fused; larger small ones take the residue
+    # GEMM where it is built (8a5cb17's crossover), else the fused kernel (cuBLAS's path is slower)
+    small = "cutlass" if unfused == "cutlass" else "fused"
+    assert cupy_backend.choose_path("auto", 128, 128, 128, 1024, 16) == "fused"
+    assert cupy_backend.choose_path("auto", 64, 64, 64, 256, 16, 3) == "fused"
+    assert cupy_backend.choose_path("auto", 1024, 1024, 1024, 1, 16) == small
+    assert cupy_backend.choose_path("auto", 512, 512, 512, 1, 16) == small
+    assert cupy_backend.choose_path("auto", 256, 256, 256, 256, 16) == small
+    assert cupy_backend.choose_path("auto", 1024, 1024, 1024, 1, 16, 3) == small
     assert cupy_backend.choose_path("auto", 8192, 8192, 8192, 1, 16) == "cublas"    # cuBLAS's int8 rate
     assert cupy_backend.choose_path("auto", 16384, 16384, 512, 1, 16) == "cublas"
     # narrow products past the work threshold keep the residue GEMM (an fftn 1024^3 real axis block)
