@@ -959,20 +959,23 @@ GRAPH_PATHS = ("fused", "cutlass")
 
 
 def _replayable(backend, A, B, mode, num_moduli, substrate, path, complex_, part_dtype):
+    """The product's path where its finite pipeline may replay as a CUDA graph, else None."""
     if (not hasattr(backend, "replayed") or mode not in ("fast", "accurate") or substrate != "int8"
             or isinstance(A, Prepared) or isinstance(B, Prepared)):
-        return False
+        return None
     return _replayable_shape(backend, A.shape, B.shape[2], mode, num_moduli, path, complex_, part_dtype)
 
 
-@functools.lru_cache(maxsize=1024)
 def _replayable_shape(backend, shape_a, n, mode, num_moduli, path, complex_, part_dtype):
-    """Small enough, and on a path of GRAPH_PATHS."""
+    """The path "auto" (or ``path``) takes, where the product is small enough and the path one of
+    GRAPH_PATHS; else None.  Asked on every call, not cached: "auto" moves from the fused kernel
+    to the residue GEMM once that is built, and a graph is keyed by the path its kernels take."""
     batch, m, k = shape_a
     if batch * m * n * k > GRAPH_MAX_WORK:
-        return False
+        return None
     count = default_num_moduli(mode, k * (2 if complex_ else 1), part_dtype) if num_moduli is None else num_moduli
-    return backend.choose_path(path, m, n, k, batch, count, 3 if complex_ else 1) in GRAPH_PATHS
+    chosen = backend.choose_path(path, m, n, k, batch, count, 3 if complex_ else 1)
+    return chosen if chosen in GRAPH_PATHS else None
 
 
 def _bound_path(backend, path, m, n, k, batch):
@@ -1000,7 +1003,7 @@ def _finite_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrat
     (A_parts, A_plan), (Bt_parts, Bt_plan) = (X.rows() if isinstance(X, Prepared) else operand_rows(backend, X, side)
                                               for X, side in ((A, "left"), (B, "right")))
     parts = 3 if complex_ else 1       # int8 products per modulus
-    bound_path = _bound_path(backend, path, m, n, A_plan.shape[1], batch)
+    bound_path = _bound_path(backend, path, m, n, k, batch)     # the bound's k: a complex part's ceilings add up
     plan = make_plan(xp, A_plan, Bt_plan, mode, num_moduli, backend, len(A_parts), batch, bound_path, part_dtype,
                      prepared)
     product_path = "cublas" if substrate != "int8" else backend.choose_path(
@@ -1044,8 +1047,10 @@ def _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate
         count = default_num_moduli("certified", A.shape[2] * (2 if complex_ else 1), part_dtype)
         C, found, (A_plan, Bt_plan, plan) = finite(A, B, mode="accurate", num_moduli=count, residual=True)
         C, residuals = C[:len(C) // 2], C[len(C) // 2:]
-    elif _replayable(backend, A, B, mode, num_moduli, substrate, path, complex_, part_dtype):
-        key = (A.shape, B.shape, A.dtype.str, B.dtype.str, mode, num_moduli, path, part_dtype.str)
+    elif (chosen := _replayable(backend, A, B, mode, num_moduli, substrate, path, complex_, part_dtype)):
+        # keyed by the path taken: a graph's warm run and capture then run the kernels (and made
+        # the device tables) of an eager call before them, never a path's first run
+        key = (A.shape, B.shape, A.dtype.str, B.dtype.str, mode, num_moduli, chosen, part_dtype.str)
         C, found = backend.replayed(key, lambda a, b: finite(a, b, host=False)[:2], A, B)
     else:
         C, found, (A_plan, Bt_plan, plan) = finite(A, B)

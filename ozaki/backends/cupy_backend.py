@@ -517,7 +517,10 @@ def _residue_gemm_library(build=True):
         return None, f"the residue GEMM is built for sm_90a; this device is sm_{cc}"
     if "why" in _RESIDUE_GEMM:
         return None, _RESIDUE_GEMM["why"]
-    if not build and not native.built("residue_gemm.cu"):
+    if not build and ("unbuilt" in _RESIDUE_GEMM or not native.built("residue_gemm.cu")):
+        # remembered: "auto" asks on every product, and the check hashes the kernel's sources
+        # (about 0.18 ms); a build in another process is seen by processes started after it
+        _RESIDUE_GEMM["unbuilt"] = True
         return None, "the residue GEMM is not built yet (python -m ozaki build)"
     try:
         lib = native.library("residue_gemm.cu")
@@ -974,6 +977,12 @@ FUSED_AUTO_MATRIX_WORK = 1 << 30        # m n k of one matrix
 FUSED_AUTO_SIDE = 128                   # ... and with the residue GEMM built, max(m, n) of one matrix
 
 
+# The fused kernel's grid is (n / BN, m / BM, batch): CUDA takes at most 65535 blocks along y
+# and z, and the smallest tile has BM = 32.
+FUSED_GRID_ROWS = 32 * 65535
+FUSED_GRID_BATCH = 65535
+
+
 def choose_path(path, m, n, k, batch, num_moduli, parts=1, npairs=1):
     """"fused", "cutlass" or "cublas" for a product of this shape (``path`` "auto" picks)."""
     if path == "cutlass":                # forced: built if needed, raises where it cannot run, naming why;
@@ -981,7 +990,7 @@ def choose_path(path, m, n, k, batch, num_moduli, parts=1, npairs=1):
     if path == "cublas":
         return path
     work = m * n * k
-    if fused_fits(num_moduli, parts, npairs, k) and (
+    if fused_fits(num_moduli, parts, npairs, k) and m <= FUSED_GRID_ROWS and batch <= FUSED_GRID_BATCH and (
             path == "fused" or (work <= FUSED_AUTO_MATRIX_WORK and batch * work <= FUSED_AUTO_WORK and (
                 max(m, n) <= FUSED_AUTO_SIDE or _residue_gemm_library(build=False)[0] is None))):
         return "fused"

@@ -194,6 +194,12 @@ def test_auto_path_table():
     assert cupy_backend.choose_path("fused", 8, 8, 10 ** 6, 1, 16) == "cublas"     # int32 range
     assert cupy_backend.choose_path("cutlass", 8, 8, 10 ** 6, 1, 16) == "cublas"
     assert cupy_backend.choose_path("fused", 8, 8, 64, 1, 49, 3, 4) == unfused     # shared memory
+    # past the grid's 65535 blocks along rows (32 a block at the least) or matrices
+    assert cupy_backend.choose_path("fused", 32 * 65535 + 1, 64, 128, 1, 16) == unfused
+    assert cupy_backend.choose_path("fused", 64, 64, 64, 65536, 16) == unfused
+    assert cupy_backend.choose_path("fused", 32 * 65535, 64, 128, 1, 16) == "fused"
+    # accurate mode's bound of such a product (2**34 of work, within GRAPH_MAX_WORK) stays off chip
+    assert scheme._bound_path(cupy_backend, "auto", 1 << 21, 64, 128, 1) == unfused
     assert cupy_backend.choose_path("auto", 65536, 256, 256, 1, 26, 3) == unfused   # an FFT stage
     assert cupy_backend.choose_path("auto", 4096, 4096, 4096, 1, 16) == unfused
     # matrices smaller than a residue GEMM tile stay fused; larger small ones take the residue
