@@ -127,11 +127,14 @@
 #             squares and stacks on each path (crossover to 2**34), time per kernel of 2048^2
 #   s15c      the auto path from s15b's crossover (fused below a residue GEMM tile, the residue GEMM above):
 #             its tests, the graphs' and the API's same bits, issue 11's small squares and stacks on "auto"
+#   s16a      for the next device session: the GPU tests of 71a2087's mends (grid limits, graphs keyed by path,
+#             the bound's k) and the paths', issue 11's small products on "auto", and its table on this card
+#             (squares 8192 and 16384, ZGEMM 8192 at 16, 15 and 14 moduli)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -378,6 +381,16 @@ elif [ "$profile" = s15c ]; then
     stage gemm_small 50 python3 -m bench.gemm --sizes 512 1024 2048 4096 --shapes 4096x64x64x64 1024x128x128x128 \
         256x256x256x256 16x1024x1024x1024 --families normal --no-emulated --samples 12 --repeats 5 \
         --modes accurate accurate:14 --out "$W/gemm_small.json"
+elif [ "$profile" = s16a ]; then
+    gpu_tests gpu_mends 150 tests/backends/test_graphs.py tests/backends/test_fused.py tests/backends/test_residue_gemm.py \
+        -k "graphs or replays or auto_path or stacks_and_broadcast or complex_paths or residue_gemm_takes or residues_of"
+    stage gemm_small 60 python3 -m bench.gemm --sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 \
+        16x1024x1024x1024 --families normal --no-emulated --samples 12 --repeats 5 \
+        --modes accurate accurate:14 --out "$W/gemm_small.json"
+    stage gemm 170 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 12 \
+        --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
+    stage zgemm 80 python3 -m bench.gemm --sizes 8192 --families complex --no-emulated --samples 12 \
+        --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -401,7 +414,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ 
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c s16a " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then
