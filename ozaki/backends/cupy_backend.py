@@ -584,16 +584,18 @@ def gemm_residues(Ra, Rbt, m, batch=1):
     if out.size and kp == 0:
         out[...] = 0
     elif out.size:
-        one_launch = Ra.strides[0] == batch * mm * kp and Rbt.strides[0] == batch * ld * kp
-        # (A's plane l = i batch + g at l m_ kp bytes, B^T's at l ld kp, the output's at l m_ ld)
-        launches = [(0, b * batch, batch)] if one_launch else [(g, b, 1) for g in range(batch)]
+        if Ra.strides[0] == batch * mm * kp and Rbt.strides[0] == batch * ld * kp:
+            # one launch: A's plane l = i batch + g at l m_ kp bytes, B^T's at l ld kp, the output's at l m_ ld
+            matrices, count, repeat = [0], b * batch, batch
+            a_plane, b_plane, d_plane = mm * kp, ld * kp, mm * ld
+        else:
+            matrices, count, repeat = range(batch), b, 1
+            a_plane, b_plane, d_plane = Ra.strides[0], Rbt.strides[0], batch * mm * ld
+        moduli, inverses = _moduli_arrays(m, _device(), repeat)
+        ws_bytes = lib.ozaki_residue_gemm_workspace(mm, ld, kp, count)
+        ws = cupy.empty(max(ws_bytes, 1), dtype=cupy.uint8)
         stream = cupy.cuda.get_current_stream().ptr
-        for g, count, repeat in launches:
-            moduli, inverses = _moduli_arrays(m, _device(), repeat)
-            ws_bytes = lib.ozaki_residue_gemm_workspace(mm, ld, kp, count)
-            ws = cupy.empty(max(ws_bytes, 1), dtype=cupy.uint8)
-            a_plane, b_plane, d_plane = ((mm * kp, ld * kp, mm * ld) if one_launch
-                                         else (Ra.strides[0], Rbt.strides[0], batch * mm * ld))
+        for g in matrices:
             status = lib.ozaki_residue_gemm(
                 Ra.data.ptr + g * mm * kp, kp, a_plane, Rbt.data.ptr + g * ld * kp, kp, b_plane,
                 out.data.ptr + g * mm * ld, ld, d_plane, moduli.data.ptr, inverses.data.ptr, mm, ld, kp, count,

@@ -290,8 +290,6 @@ def fp8_recombine(XX, XY, YY, out, add=False, xp=np):
 def _exponents(beta_a, beta_b, matrices=1):
     """The outputs' scale exponents beta_a[i] + beta_b[j], per matrix of a stack of
     ``matrices`` (rows and beta_b's columns split evenly among them)."""
-    if matrices == 1:
-        return beta_a[:, None] + beta_b[None, :]
     rows = np.asarray(beta_a).reshape(matrices, -1, 1)
     return (rows + np.asarray(beta_b).reshape(matrices, 1, -1)).reshape(rows.shape[0] * rows.shape[1], -1)
 
