@@ -130,11 +130,14 @@
 #   s16a      for the next device session: the GPU tests of 71a2087's mends (grid limits, graphs keyed by path,
 #             the bound's k) and the paths', issue 11's small products on "auto", and its table on this card
 #             (squares 8192 and 16384, ZGEMM 8192 at 16, 15 and 14 moduli)
+#   s16b      one read of the rows for exact mode's plan (scan_rows.cu ROW_BITS) and one host sync for the
+#             FFT's row flags (NaN/inf, tiny, real rows): their GPU tests and the FFT's, issue 16's table now and
+#             at c888e7e (base/, an untracked copy made for the run) on this card, fftn 1024^3's kernels
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -391,6 +394,21 @@ elif [ "$profile" = s16a ]; then
         --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
     stage zgemm 80 python3 -m bench.gemm --sizes 8192 --families complex --no-emulated --samples 12 \
         --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
+elif [ "$profile" = s16b ]; then
+    gpu_tests gpu_changed 150 tests/fft tests/backends/test_prepared_gpu.py tests/test_exact_by_test.py \
+        tests/backends/test_cupy_backend.py -k "not test_zero_signs_kernel_matches_numpy and (fft or row_bits or row_specials or exact or prepared or same_bits)"
+    fft_table() {   # fft_table SUFFIX: issue 16's table, the cubes to 512^3 and then 1024^3
+        stage "fft$1" 90 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+            --sizes 65536 1048576 16777216 --repeats 3 --out "$W/fft$1.json"
+        stage "fft_1024$1" 55 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024$1.json"
+    }
+    fft_table ""
+    # the same with ozaki as it was at c888e7e (base/: the card's baseline), run from base/
+    [ -d base/ozaki ] && (cd base && PYTHONPATH=$OLDPWD/base:$PYTHONPATH fft_table _base)
+    stage kernels_fftn_1024 50 python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4
+    stage fft_accurate 45 python3 -m bench.fft --mode accurate --cubes 512 --sizes 65536 1048576 --repeats 3 \
+        --out "$W/fft_accurate.json"
+    stage host_fft_65536 25 python3 -m bench.kernel_times fft 65536 --top 30 --cprofile 10
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -654,6 +672,6 @@ for f in "$W"/kernels_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) ==
 [ -f "$W/ncu_epilogue.txt" ] && { echo "== ncu epilogue =="; grep -E "Duration|Registers Per|Achieved Occupancy|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Issue Slots Busy|L2 Hit|Warp Cycles Per Issued|Stall" "$W/ncu_epilogue.txt" | head -24; }
 [ -f "$W/ncu.txt" ] && { echo "== ncu =="; grep -E "^  fused|Duration|Executed Instructions  |Registers Per|Issue Slots Busy|Achieved Occ" "$W/ncu.txt"; }
 [ -f "$W/fft_profile.txt" ] && { echo "== FFT profile =="; head -45 "$W/fft_profile.txt"; }
-ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_table.txt "$W"/fft_cublas.txt "$W"/fft_direct.txt "$W"/fft_auto.txt "$W"/fft_fused.txt "$W"/fft_e1500.txt "$W"/fft_e300.txt "$W"/fft_1024.txt "$W"/fft_vecauto.txt "$W"/fft_vec2.txt 2>/dev/null | cut -c1-480; }
+ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_table.txt "$W"/fft_cublas.txt "$W"/fft_direct.txt "$W"/fft_auto.txt "$W"/fft_fused.txt "$W"/fft_e1500.txt "$W"/fft_e300.txt "$W"/fft_1024.txt "$W"/fft_base.txt "$W"/fft_1024_base.txt "$W"/fft_accurate.txt "$W"/fft_vecauto.txt "$W"/fft_vec2.txt 2>/dev/null | cut -c1-480; }
 [ -f "$W/verify.txt" ] && { echo "== verify =="; grep -E "FAIL|fail|verify:" "$W/verify.txt" | tail -8; }
 } | tee "$OUT/summary.txt"

@@ -14,7 +14,7 @@ import argparse
 
 import numpy as np
 
-import ozaki.fft as of
+import ozaki.fft as ozaki_fft
 from bench import common
 from ozaki.reference import dft_bins, l2_error
 
@@ -49,6 +49,9 @@ def main(argv=None):
     ap.add_argument("--epilogue", type=float, default=None, metavar="W",
                     help="the plans' cost-model weight of one output's epilogue (ozaki.fft.plans.EPILOGUE), "
                          "to measure which algorithm the GPU prefers; the rows name their plans")
+    ap.add_argument("--mode", default=None, metavar="MODE[:MODULI]",
+                    help="the transforms' mode and moduli count (default: ozaki.fft's, exact), to measure "
+                         "what a faster mode gives in time and in the L2 error of the 1-D rows")
     ap.add_argument("--out", default="bench/results/fft.json")
     a = ap.parse_args(argv)
     if a.epilogue is not None:
@@ -74,6 +77,15 @@ def signal(N):
 def run(a, cupy):
     rng = np.random.default_rng(5)
     rows = []
+    if a.mode:
+        import functools
+        import types
+        mode, num_moduli = common.mode_spec(a.mode)
+        of = types.SimpleNamespace(algorithm=ozaki_fft.algorithm, **{
+            name: functools.partial(getattr(ozaki_fft, name), mode=mode, num_moduli=num_moduli)
+            for name in ("fft", "fftn", "rfftn")})
+    else:
+        of = ozaki_fft
     if a.profile:
         import cProfile
         import pstats
@@ -89,7 +101,7 @@ def run(a, cupy):
     def record(row):                   # written after every row: a later size may run out of time
         rows.append(row)
         print(row, flush=True)
-        common.write_json(a.out, {"meta": common.meta(), "rows": rows})
+        common.write_json(a.out, {"meta": common.meta(), "mode": a.mode or "exact", "rows": rows})
 
     def timed(f, d, g=None):
         """(cuFFT ms, ours ms, our time split, our result); g: cuFFT's function (default by ndim)."""

@@ -242,12 +242,13 @@ def plan_accurate(xp, A, Bt, m, backend, parts=1, batch=1, path="cublas"):
                 backend.bound_bottoms(col_max, eb, bound), 1, 1, (fa, fb), nearest)
 
 
-def _row_bits(xp, backend, X):
+def _row_bits(xp, backend, X, flags=False):
     """Per row: top (|x| < 2**top) and lowest set bit exponent; (top, lsb) int64, zero rows 0, 0.
 
-    Non-finite entries read as zero.  The backend's ``row_bits`` step (one pass on the GPU).
+    Non-finite entries read as zero.  The backend's ``row_bits`` step (one pass on the GPU);
+    flags=True: and scan_rows's flags, from the same pass.
     """
-    return backend.row_bits(X)
+    return backend.row_bits(X, flags=flags)
 
 
 def _widths_to(span):
@@ -324,8 +325,8 @@ def exact_sizes_beside(span_a, span_b, k, num_moduli=None, width_a=None, width_b
 def exact_side(xp, backend, X):
     """Exact mode's facts of one side: (bottoms, span, flags); span (the most bits a row
     spans) a device scalar, to come to the host with the other values the plan needs."""
-    top, beta = _row_bits(xp, backend, X)
-    return beta, xp.max(top - beta), backend.scan_rows(X)[1]
+    top, beta, flags = _row_bits(xp, backend, X, flags=True)
+    return beta, xp.max(top - beta), flags
 
 
 def exact_pair_side(xp, backend, X, low):
@@ -335,13 +336,13 @@ def exact_pair_side(xp, backend, X, low):
     |l| < 2**(t - 54)), else one above the higher; a row that is zero in one takes the
     other's.  Flags (NaN/inf, zeros) are X's: the IEEE fix-ups read X, whose values
     the sums round to when low holds the rounded remainders."""
-    top_x, low_x = _row_bits(xp, backend, X)
+    top_x, low_x, flags = _row_bits(xp, backend, X, flags=True)
     top_l, low_l = _row_bits(xp, backend, low)
     zero_x, zero_l = (top_x == 0) & (low_x == 0), (top_l == 0) & (low_l == 0)
     top = xp.where(top_l <= top_x - 54, top_x, xp.maximum(top_x, top_l) + 1)
     top = xp.where(zero_l, top_x, xp.where(zero_x, top_l, top))
     beta = xp.where(zero_l, low_x, xp.where(zero_x, low_l, xp.minimum(low_x, low_l)))
-    return beta, xp.max(top - beta), backend.scan_rows(X)[1]
+    return beta, xp.max(top - beta), flags
 
 
 def plan_exact(xp, A, Bt, num_moduli, backend, prepared=(None, None)):

@@ -251,43 +251,13 @@ def add_residues(x, y, m):
     return out
 
 
-# exact mode's per-row bit ranges (numpy_backend.row_bits) as two reductions over the
-# rows read once each, instead of a dozen elementwise passes over int64 copies: the
-# plan's scans of a 256^3 fftn's exact products took 26 ms of 223 (cProfile, run 3697b74).
-_BITS_PREAMBLE = r"""
-#define ROW_BITS_NONE (1LL << 30)
-// m 2**e = |x| (m < 2**53, the implicit bit added for normals); m = 0 for zeros, NaN and inf
-__device__ __forceinline__ long long bits_mantissa(double x, long long* e) {
-    long long b = __double_as_longlong(x);
-    long long biased = (b >> 52) & 0x7FF, frac = b & ((1LL << 52) - 1);
-    *e = biased ? biased - 1075 : -1074;
-    return biased == 0x7FF ? 0 : (biased ? (frac | (1LL << 52)) : frac);
-}
-__device__ __forceinline__ long long bits_low(double x) {      // exponent of the lowest set bit
-    long long e, m = bits_mantissa(x, &e);
-    return m ? e + __ffsll(m) - 1 : ROW_BITS_NONE;
-}
-__device__ __forceinline__ long long bits_top(double x) {      // |x| < 2**top
-    long long e, m = bits_mantissa(x, &e);
-    return m ? e + 64 - __clzll(m) : -ROW_BITS_NONE;
-}
-"""
-_ROW_LOW = cupy.ReductionKernel("float64 x", "int64 y", "bits_low(x)", "(a < b ? a : b)", "y = a", "ROW_BITS_NONE",
-                                "ozaki_row_low", reduce_type="long long", preamble=_BITS_PREAMBLE)
-_ROW_TOP = cupy.ReductionKernel("float64 x", "int64 y", "bits_top(x)", "(a > b ? a : b)", "y = a", "-ROW_BITS_NONE",
-                                "ozaki_row_top", reduce_type="long long", preamble=_BITS_PREAMBLE)
-
-
-def row_bits(x):
+def row_bits(x, flags=False):
     """As numpy_backend.row_bits: (top, lsb) per row, (0, 0) for rows without a nonzero
-    finite entry; two reductions along the rows."""
-    x = cupy.ascontiguousarray(x, dtype=cupy.float64)
-    if x.shape[1] == 0:
-        zeros = cupy.zeros(x.shape[0], dtype=cupy.int64)
-        return zeros, zeros.copy()
-    lsb, top = _ROW_LOW(x, axis=1), _ROW_TOP(x, axis=1)
-    zero_row = lsb == (1 << 30)
-    return cupy.where(zero_row, 0, top), cupy.where(zero_row, 0, lsb)
+    finite entry; flags=True: (top, lsb, scan_rows's flags), all from one read of the rows
+    (kernels/scan_rows.cu ROW_BITS: exact mode's plan took two CuPy reductions and a scan,
+    three reads of every row, about 41 of fftn 1024^3's 1100 ms, run a58be93)."""
+    _, row_flags, _, _, _, top, lsb = _scan(x, bits=True)
+    return (top, lsb, row_flags) if flags else (top, lsb)
 
 
 def transposed(x):
@@ -368,7 +338,12 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, 
     (kernels/scan_rows.cu); ``hat`` zero-padded to 16 columns."""
     if halves and (sum_squares or sum_ceilings):
         raise ValueError("scan_rows: halves=True does not combine with sum_squares or sum_ceilings")
-    halves = halves and hat           # the halves' sum is a form of hat: nothing to add without it
+    return _scan(x, ceil_bits, hat, sum_squares, sum_ceilings, halves and hat)[:5]
+
+
+def _scan(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, halves=False, bits=False):
+    """scan_rows.cu's one pass: (amax, flags, e, hat, sumsq, top, lsb), the outputs not
+    asked for None (halves: the halves' sum is a form of hat, nothing to add without it)."""
     rows, k = x.shape
     kpad = _padded(k // 2 if halves else k)
     amax = cupy.empty(rows, dtype=cupy.float64)
@@ -376,21 +351,21 @@ def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, 
     e = cupy.empty(rows, dtype=cupy.int64) if ceil_bits else None
     c = cupy.empty((rows, kpad), dtype=cupy.int8) if hat else None
     sumsq = cupy.empty(rows, dtype=cupy.int64) if sum_squares or sum_ceilings else None
+    top, lsb = (cupy.empty(rows, dtype=cupy.int64) for _ in range(2)) if bits else (None, None)
     row_threads = 32 if k <= SHORT_ROW else 256
     defines = (("CEIL_BITS", ceil_bits), ("ROW_THREADS", row_threads)) + ((("WRITE_HAT", 1),) if hat else ()) \
         + ((("SUM_SQUARES", 1),) if sum_squares else ()) + ((("SUM_CEILINGS", 1),) if sum_ceilings else ()) \
-        + ((("HAT_HALVES", 1),) if halves else ())
+        + ((("HAT_HALVES", 1),) if halves else ()) + ((("ROW_BITS", 1),) if bits else ())
+    if rows == 0:
+        return amax, flags, e, c, sumsq, top, lsb
     kern = _kernel("scan_rows.cu", "scan_rows", defines, _device())
     null = np.uint64(0)
     per_block = 256 // row_threads
-    if rows == 0:
-        return amax, flags, e, c, sumsq
     blocks = -(-rows // per_block)
     kern((blocks,), (256,), (cupy.ascontiguousarray(x, dtype=cupy.float64), np.int64(rows),
-                                           np.int64(k), np.int64(kpad),
-                           amax, flags, null if e is None else e, null if c is None else c,
-                           null if sumsq is None else sumsq))
-    return amax, flags, e, c, sumsq
+                             np.int64(k), np.int64(kpad),
+                             amax, flags, *(null if v is None else v for v in (e, c, sumsq, top, lsb))))
+    return amax, flags, e, c, sumsq, top, lsb
 
 
 def _pad(R):
@@ -1220,17 +1195,20 @@ def _row_grid(rows, length, per_thread=1):
     return (int(min(-(-length // (threads * per_thread)), 1024)), int(min(rows, 65535))), (threads,)
 
 
-def row_specials(parts, tiny):
-    """As numpy_backend.row_specials, one pass over each view (kernels/row_specials.cu)."""
+def row_specials(parts, tiny, imag=None):
+    """As numpy_backend.row_specials, one pass over each view (kernels/row_specials.cu),
+    then one reduction and one 4-byte read for ``found`` (the transform's one host sync
+    before its products: the rows' NaN/inf, tiny and real checks had three)."""
     rows = parts[0].shape[0]
     flags = cupy.zeros(rows, dtype=cupy.int32)
     kern = _kernel("row_specials.cu", "row_specials", (), _device())
-    for v in parts:
+    for v, im in zip(parts, imag or (0,) * len(parts)):
         entries = v.shape[1]
         if rows and entries:
             kern(*_row_grid(rows, entries, 4), (v, np.int64(rows), np.int64(entries), *_strides(v),
-                                                 np.float64(tiny), flags))
-    return (flags & 1) != 0, (flags & 2) != 0
+                                                 np.float64(tiny), flags, np.int32(im)))
+    found = int(_FLAGS_OR(flags)) if rows else 0
+    return (flags & 1) != 0, (flags & 2) != 0, found
 
 
 def zero_signs(part, tiny, terms, N, sign):

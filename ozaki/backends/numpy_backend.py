@@ -61,10 +61,13 @@ def split(x, xp=np):
     return negative, mant, exponent
 
 
-def row_bits(x, xp=np):
+def row_bits(x, xp=np, flags=False):
     """Per row of x: (top, lsb) int64 with every nonzero finite |x_ij| < 2**top and a
     multiple of 2**lsb (its lowest set bit's exponent); (0, 0) for rows without one.
-    Non-finite entries read as zero.  Exact integer work on the bits (split)."""
+    Non-finite entries read as zero.  Exact integer work on the bits (split).
+    flags=True: (top, lsb, scan_rows's flags) (the GPU reads the rows once for the three)."""
+    if flags:
+        return row_bits(x, xp) + (scan_rows(x)[1],)
     if x.shape[1] == 0:
         return xp.zeros(x.shape[0], dtype=xp.int64), xp.zeros(x.shape[0], dtype=xp.int64)
     negative, mant, e = split(x, xp)
@@ -408,18 +411,24 @@ def angle_signs(j, N, xp=np):
     return c, s
 
 
-def row_specials(parts, tiny):
-    """(bad, small): per row of the 2-D views ``parts`` (one row each, side by side),
+def row_specials(parts, tiny, imag=None):
+    """(bad, small, found): per row of the 2-D views ``parts`` (one row each, side by side),
     whether it holds a NaN or an infinity, and a nonzero entry below ``tiny`` in
-    magnitude (ozaki.fft.specials.prepare)."""
+    magnitude (ozaki.fft.specials.prepare); ``found``, a host int, the OR over the rows
+    of bit 0 (a row is bad), bit 1 (one is small) and bit 2 (a nonzero imaginary part:
+    ``imag`` gives per view 0, it holds none; 1, every entry is one; 2, its odd entries
+    are, a complex row read as float64 pairs; None, all 0)."""
     rows = parts[0].shape[0]
     bad, small = np.zeros(rows, dtype=bool), np.zeros(rows, dtype=bool)
-    for v in parts:
+    complex_ = False
+    for v, im in zip(parts, imag or (0,) * len(parts)):
         if v.shape[1]:
             magnitude = np.abs(v)
             bad |= ~np.isfinite(v).all(axis=1)
             small |= ((magnitude < tiny) & (magnitude > 0)).any(axis=1)
-    return bad, small
+            if im:
+                complex_ |= bool((v[:, 1::2] if im == 2 else v).any())
+    return bad, small, int(bad.any()) | int(small.any()) << 1 | int(complex_) << 2
 
 
 def zero_signs(part, tiny, terms, N, sign):

@@ -170,9 +170,9 @@ def transform_axis(a, n, axis, kind, sign, div, opts, dest=None):
         # specials.finish sets the sign of every zero part, except in rows with entries
         # below specials.TINY, which keep the products' signs: there the products apply
         # the sign rule themselves
-        tiny = fix is not None and bool(fix["tiny"].any())
+        tiny = fix is not None and fix["any_tiny"]
         with zero_signs_settled_elsewhere(not tiny):
-            yb = stages.transform(x2, sign, div, opts, kind, n)
+            yb = stages.transform(x2, sign, div, opts, kind, n, real=fix and fix["real"])
         yb = specials.finish(yb, fix, kind, n, sign, block)
         if target is not None:
             target.write(rows, yb)

@@ -75,28 +75,33 @@ def _constant_signs(n, k, ctype, N, sign):
 
 def prepare(x, kind, N):
     """(x with non-finite entries read as zeros, fix or None) for the 2-D rows x of a
-    transform of kind "c2c", "r2c" or "c2r" (length N)."""
+    transform of kind "c2c", "r2c" or "c2r" (length N).  fix["tiny"]: the rows with
+    entries below TINY, fix["any_tiny"] whether there is one, fix["real"] whether every
+    imaginary part of the (cleaned) rows is zero; one host sync for the three answers."""
     xp = _xp_of(x)
     if x.size == 0:
         return x, None
     if kind == "c2r":
-        read = [x.real, x.imag[:, 1:(N + 1) // 2]]                 # what numpy's irfft reads
+        read, imag = [x.real, x.imag[:, 1:(N + 1) // 2]], (0, 0)     # what numpy's irfft reads
     elif x.dtype.kind == "c":
-        read = [x.view(xp.float64)] if x.flags.c_contiguous else [x.real, x.imag]
+        read, imag = ([x.view(xp.float64)], (2,)) if x.flags.c_contiguous else ([x.real, x.imag], (0, 1))
     else:
-        read = [x]
+        read, imag = [x], (0,)
     from .. import backend_for
-    bad, tiny = backend_for(x).row_specials(read, TINY)
-    any_bad = bool(bad.any())
+    bad, tiny, found = backend_for(x).row_specials(read, TINY, imag)
+    any_bad = bool(found & 1)
+    real = x.dtype.kind != "c" or not found & 4
     if any_bad:
         if x.dtype.kind == "c":
             clean = xp.empty_like(x)
             clean.real = xp.where(xp.isfinite(x.real), x.real, 0)
             clean.imag = xp.where(xp.isfinite(x.imag), x.imag, 0)
             x = clean
+            real = None                  # a non-finite imaginary part was read as zero: unknown
         else:
             x = xp.where(xp.isfinite(x), x, 0)
-    return x, {"bad": bad if any_bad else None, "tiny": tiny}
+    return x, {"bad": bad if any_bad else None, "tiny": tiny, "any_tiny": bool(found & 2),
+               "real": None if kind == "c2r" else real}
 
 
 def finish(out, fix, kind, N, sign, original):

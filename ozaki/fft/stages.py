@@ -99,13 +99,15 @@ def split_mode(opts):
 LIFT = 2.0 ** 53
 
 
-def transform(x, sign, div, opts, kind="c2c", N=None, rem=None):
+def transform(x, sign, div, opts, kind="c2c", N=None, rem=None, real=None):
     """The transform of every row of the 2-D array x (see the module docstring).
 
     N: the transform length (c2r: the real output length; else x.shape[1]).
     Finite data only (interface.py deals with NaN, inf and signed zeros).
     rem (c2c in exact mode): the rows' remainders, lifted: the rows are x + rem / LIFT
     (a long stage 2's exact twiddle products), transformed with one rounding.
+    real: whether every imaginary part of x is zero, when the caller knows (specials.prepare
+    reads it with the rows' other flags); None: looked up here (one host sync).
     """
     xp = xp_of(x)
     B = x.shape[0]
@@ -122,7 +124,7 @@ def transform(x, sign, div, opts, kind="c2c", N=None, rem=None):
             return six_step(x, plan, sign, div, opts, rem)
         x = x + rem / LIFT                               # Bluestein: rounded once more
     if plan.algorithm == "direct":
-        if kind == "c2c" and _real_rows(xp, x):
+        if kind == "c2c" and (_real_rows(xp, x) if real is None else real):
             return real_c2c(x, N, sign, div, opts)
         return {"c2c": direct_c2c, "r2c": direct_r2c, "c2r": direct_c2r}[kind](x, N, sign, div, opts)
     if kind == "r2c":

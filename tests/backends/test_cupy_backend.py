@@ -770,9 +770,10 @@ def test_certified_recomputes_entries_one_by_one(rng, spread):
 
 
 def test_row_bits_same_as_numpy(rng):
-    """Exact mode's per-row bit ranges (two reductions on the GPU) against numpy's: the whole
-    exponent range, subnormals, signed zeros, NaN and inf (read as zero), rows of zeros and
-    rows with nothing finite, short and long rows."""
+    """Exact mode's per-row bit ranges (scan_rows.cu's ROW_BITS pass on the GPU) and, with
+    flags=True, scan_rows's flags from the same pass, against numpy's: the whole exponent
+    range, subnormals, signed zeros, NaN and inf (read as zero), rows of zeros and rows with
+    nothing finite, short (a warp a row) and long rows, rows without entries."""
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
     for shape in ((7, 1), (33, 300), (5, 5000)):
@@ -784,10 +785,15 @@ def test_row_bits_same_as_numpy(rng):
         x[rng.random(shape) < 0.05] = np.nan
         x[0] = 0.0
         x[1] = np.nan
-        want = numpy_backend.row_bits(x)
-        got = cupy_backend.row_bits(cupy.asarray(x))
-        for g, w in zip(got, want):
-            assert np.array_equal(cupy.asnumpy(g), w)
+        want = numpy_backend.row_bits(x, flags=True)
+        assert np.array_equal(want[2], numpy_backend.scan_rows(x)[1])
+        for flags in (False, True):
+            got = cupy_backend.row_bits(cupy.asarray(x), flags=flags)
+            assert len(got) == 2 + flags
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and np.array_equal(cupy.asnumpy(g), w)
+    empty = cupy_backend.row_bits(cupy.zeros((3, 0)))
+    assert all(np.array_equal(cupy.asnumpy(v), np.zeros(3, dtype=np.int64)) for v in empty)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128])

@@ -53,11 +53,11 @@ int main(int argc, char** argv) {
                    terms, N, sign);
         fwrite(part.data(), 8, part.size(), out);
     } else {
-        std::vector<long long> h = ints(in, 6);       // rows entries start ld stride count
+        std::vector<long long> h = ints(in, 7);       // rows entries start ld stride count imag
         double tiny = doubles(in, 1)[0];
         std::vector<double> x = doubles(in, h[5]);
         std::vector<int> flags(h[0], 0);
-        row_specials(x.data() + h[2], h[0], h[1], h[3], h[4], tiny, flags.data());
+        row_specials(x.data() + h[2], h[0], h[1], h[3], h[4], tiny, flags.data(), (int)h[6]);
         std::vector<long long> f(flags.begin(), flags.end());
         fwrite(f.data(), 8, f.size(), out);
     }
@@ -127,11 +127,17 @@ def test_row_specials_kernel_on_the_host(host, tmp_path, rng, rows, length):
         x.real[rng.integers(0, rows), rng.integers(0, length)] = value
         x.imag[rng.integers(0, rows), rng.integers(0, length)] = value
     base = x.view(np.float64)
-    for view in (base, x.real, x.imag, x.imag[:, 1:max(1, length // 2)]):
-        bad, small = numpy_backend.row_specials([view], specials.TINY)
+    for view, imag in ((base, 2), (x.real, 0), (x.imag, 1), (x.imag[:, 1:max(1, length // 2)], 0)):
+        bad, small, found = numpy_backend.row_specials([view], specials.TINY, (imag,))
         start, ld, stride = _layout(view, base)
-        flags = _run(host, tmp_path, "flags", [rows, view.shape[1], start, ld, stride, base.size],
+        flags = _run(host, tmp_path, "flags", [rows, view.shape[1], start, ld, stride, base.size, imag],
                      np.array([specials.TINY]), base)
         assert np.array_equal((flags & 1) != 0, bad) and np.array_equal((flags & 2) != 0, small)
+        assert np.bitwise_or.reduce(flags) == found
+        assert found & 4 == (4 if imag else 0)                # every row has nonzero imaginary parts
         if view is base:
             assert bad.any() and small.any()                  # both flags are reached
+    x.imag = 0.0                                              # real rows stored complex: no bit 2
+    flags = _run(host, tmp_path, "flags", [rows, 2 * length, 0, 2 * length, 1, base.size, 2],
+                 np.array([specials.TINY]), base)
+    assert not (np.bitwise_or.reduce(flags) & 4)

@@ -131,7 +131,9 @@ def test_zero_signs_kernel_matches_numpy(rng, N):
 def test_row_specials_kernel_matches_numpy(rng, rows, length):
     """The rows' NaN/inf and tiny-entry flags on the device (kernels/row_specials.cu) equal
     numpy's: a long row over many blocks, more rows than a grid's y dimension, complex data
-    read as one float64 view and as strided real/imaginary views, c2r's imaginary slice."""
+    read as one float64 view and as strided real/imaginary views, c2r's imaginary slice; and
+    the OR of the rows' flags, with the bit of a nonzero imaginary part, for complex rows and
+    for real rows stored complex."""
     cupy = pytest.importorskip("cupy")
     from ozaki.backends import cupy_backend, numpy_backend
     from ozaki.fft import specials
@@ -140,18 +142,23 @@ def test_row_specials_kernel_matches_numpy(rng, rows, length):
         r, c = rng.integers(0, rows, count), rng.integers(0, length, count)
         x.real[r, c] = value
         x.imag[rng.integers(0, rows, count), rng.integers(0, length, count)] = value
-    d = cupy.asarray(x)
     half = max(1, length // 2)
 
     def views(a, xp):
         return [[a.view(xp.float64)], [a.real, a.imag], [a.real, a.imag[:, 1:half]], [a.real]]
 
-    for cpu, gpu in zip(views(x, np), views(d, cupy)):
-        want = numpy_backend.row_specials(cpu, specials.TINY)
-        got = cupy_backend.row_specials(gpu, specials.TINY)
-        for w, g in zip(want, got):
-            assert np.array_equal(g.get(), w)
-        assert want[0].any() and want[1].any() and (rows < 8 or not want[0].all())
+    imags = [(2,), (0, 1), (0, 0), (0,)]                 # which entries of each view are imaginary parts
+    for data in (x, x.real + 0j):                        # the second: real rows, specials and all
+        d = cupy.asarray(data)
+        for cpu, gpu, imag in zip(views(data, np), views(d, cupy), imags):
+            for im in (None, imag):
+                want = numpy_backend.row_specials(cpu, specials.TINY, im)
+                got = cupy_backend.row_specials(gpu, specials.TINY, im)
+                for w, g in zip(want[:2], got[:2]):
+                    assert np.array_equal(g.get(), w)
+                assert got[2] == want[2] == (int(want[0].any()) | int(want[1].any()) << 1
+                                             | (4 if im in ((2,), (0, 1)) and (data.imag != 0).any() else 0))
+                assert want[0].any() and want[1].any() and (rows < 8 or not want[0].all())
 
 
 @pytest.mark.parametrize("spread", [0, 200, 900])

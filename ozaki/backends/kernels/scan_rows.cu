@@ -12,12 +12,16 @@
 //               added instead, hat[r, j] = c[j] + c[j + k / 2], j < k / 2 (kpad: of k / 2)
 //   SUM_SQUARES sumsq[r] = sum c**2 in int64: exact, so order-free
 //   SUM_CEILINGS sumsq[r] = sum c instead (certified mode's bound of sum |x|)
+//   ROW_BITS  top[r], lsb[r]: every nonzero finite |x| < 2**top and a multiple of
+//             2**lsb (its lowest set bit's exponent); 0, 0 for rows without one
+//             (numpy_backend.row_bits: exact mode's plan, in the same read as the flags)
 // Everything is an integer or a maximum: the result does not depend on the
 // order of the reduction, so it matches numpy bit for bit.  A row is a block
 // of 256 threads, or a warp when rows are short (ROW_THREADS 32).
 
 #define THREADS 256
-// Threads per row: 256, or 32 for short rows (a warp a row, 8 rows a block).
+// Threads per row: 256, or 32 for short rows (a warp a row, 8 rows a block); 1 (a thread a
+// row) is the host build's (tests/backends/test_scan_rows_host.py), never launched.
 #ifndef ROW_THREADS
 #define ROW_THREADS 256
 #endif
@@ -29,6 +33,9 @@ template <typename T, typename Op>
 __device__ __forceinline__ T row_reduce(T v, T* scratch, Op op) {
 #if ROW_THREADS == 32
     for (int s = 16; s > 0; s >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, s));
+    return v;
+#elif ROW_THREADS == 1
+    (void)scratch; (void)op;
     return v;
 #else
     scratch[threadIdx.x] = v;
@@ -46,11 +53,25 @@ __device__ __forceinline__ T row_reduce(T v, T* scratch, Op op) {
 struct MaxOp { __device__ double operator()(double a, double b) const { return fmax(a, b); } };
 struct OrOp { __device__ int operator()(int a, int b) const { return a | b; } };
 struct SumOp { __device__ long long operator()(long long a, long long b) const { return a + b; } };
+struct MinBits { __device__ long long operator()(long long a, long long b) const { return a < b ? a : b; } };
+struct MaxBits { __device__ long long operator()(long long a, long long b) const { return a > b ? a : b; } };
+
+#ifdef ROW_BITS
+#define ROW_BITS_NONE (1LL << 30)
+// |x| = m 2**e (m < 2**53, the implicit bit added for normals); m = 0 for zeros, NaN and inf
+__device__ __forceinline__ long long bits_mantissa(double x, long long* e) {
+    long long b = __double_as_longlong(x);
+    long long biased = (b >> 52) & 0x7FF, frac = b & ((1LL << 52) - 1);
+    *e = biased ? biased - 1075 : -1074;
+    return biased == 0x7FF ? 0 : (biased ? (frac | (1LL << 52)) : frac);
+}
+#endif
 
 extern "C" __global__ void scan_rows(const double* __restrict__ x, long long rows, long long k, long long kpad,
                                      double* __restrict__ amax, signed char* __restrict__ flags,
                                      long long* __restrict__ e_out, signed char* __restrict__ hat,
-                                     long long* __restrict__ sumsq) {
+                                     long long* __restrict__ sumsq,
+                                     long long* __restrict__ top_out, long long* __restrict__ lsb_out) {
     __shared__ double smax[THREADS];
     __shared__ int sflag[THREADS];
     __shared__ long long ssum[THREADS];
@@ -61,6 +82,9 @@ extern "C" __global__ void scan_rows(const double* __restrict__ x, long long row
     const long long kk = active ? k : 0;
     double m = 0.0;
     int f = 0;
+#ifdef ROW_BITS
+    long long low = ROW_BITS_NONE, high = -ROW_BITS_NONE;
+#endif
     for (long long j = lane; j < kk; j += ROW_THREADS) {
         double v = row[j];
         if (!isfinite(v)) f |= 1;
@@ -68,10 +92,26 @@ extern "C" __global__ void scan_rows(const double* __restrict__ x, long long row
             if (v == 0.0) f |= 2;
             m = fmax(m, fabs(v));
         }
+#ifdef ROW_BITS
+        long long e, mant = bits_mantissa(v, &e);
+        if (mant) {
+            low = min(low, e + __ffsll(mant) - 1);
+            high = max(high, e + 64 - __clzll(mant));
+        }
+#endif
     }
     m = row_reduce(m, smax, MaxOp());
     f = row_reduce(f, sflag, OrOp());
     if (active && lane == 0) { amax[r] = m; flags[r] = (signed char)f; }
+#ifdef ROW_BITS
+    low = row_reduce(low, ssum, MinBits());
+    high = row_reduce(high, ssum, MaxBits());
+    if (active && lane == 0) {
+        const bool none = low == ROW_BITS_NONE;
+        top_out[r] = none ? 0 : high;
+        lsb_out[r] = none ? 0 : low;
+    }
+#endif
 #if CEIL_BITS > 0
     auto ceiling = [](double v, int e) {
         return (isfinite(v) && v != 0.0) ? fmax(ceil(ldexp(fabs(v), e)), 1.0) : 0.0;

@@ -1,0 +1,86 @@
+"""kernels/scan_rows.cu built for the host with a C++ compiler (a thread a row: the same
+per-entry arithmetic the GPU runs, its reductions aside) and checked against
+numpy_backend: exact mode's row bits (ROW_BITS: the top and the lowest set bit over the
+whole exponent range, subnormals, zeros, NaN and inf read as zero) and the flags read
+with them.  Skipped when no C++ compiler is found."""
+
+import subprocess
+
+import numpy as np
+import pytest
+
+from ozaki.backends import numpy_backend
+from tests.backends import host_build
+
+HOST = r"""
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+using std::isfinite; using std::fabs; using std::fmax; using std::min; using std::max;
+#define __device__
+#define __forceinline__ inline
+#define __global__
+#define __restrict__
+#define __shared__ static
+#define __syncthreads()
+struct Dim { long long x, y, z; };
+static Dim blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {256, 1, 1}, gridDim = {1, 1, 1};
+static inline long long __double_as_longlong(double v) { long long b; std::memcpy(&b, &v, 8); return b; }
+static inline int __ffsll(long long v) { return __builtin_ffsll(v); }
+static inline int __clzll(long long v) { return v ? __builtin_clzll((unsigned long long)v) : 64; }
+#define ROW_THREADS 1
+#define CEIL_BITS 0
+#define ROW_BITS 1
+#include "scan_rows.cu"
+// argv: input file (rows k, then the rows), output file (flags, top, lsb per row, int64)
+int main(int argc, char** argv) {
+    FILE* in = fopen(argv[1], "rb"); FILE* out = fopen(argv[2], "wb");
+    long long h[2]; fread(h, 8, 2, in);
+    long long rows = h[0], k = h[1];
+    std::vector<double> x(rows * k + 1); fread(x.data(), 8, rows * k, in);
+    std::vector<double> amax(rows); std::vector<signed char> flags(rows);
+    std::vector<long long> top(rows), lsb(rows);
+    for (long long b = 0; b * 256 < rows; ++b)
+        for (long long t = 0; t < 256; ++t) {
+            blockIdx.x = b; threadIdx.x = t;
+            scan_rows(x.data(), rows, k, k, amax.data(), flags.data(), nullptr, nullptr, nullptr,
+                      top.data(), lsb.data());
+        }
+    for (long long r = 0; r < rows; ++r) { long long v[3] = {flags[r], top[r], lsb[r]}; fwrite(v, 8, 3, out); }
+    fclose(in); fclose(out);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory):
+    return host_build.build(tmp_path_factory, HOST, "scan_rows")
+
+
+@pytest.mark.parametrize("shape", [(7, 1), (300, 33), (3, 2000), (5, 0)])
+def test_row_bits_kernel_on_the_host(host, tmp_path, rng, shape):
+    x = rng.standard_normal(shape) * np.exp2(rng.integers(-1100, 1000, shape))
+    sub = rng.random(shape) < 0.1
+    x[sub] = 5e-324 * rng.integers(1, 1 << 20, shape)[sub]
+    x[rng.random(shape) < 0.1] = -0.0
+    x[rng.random(shape) < 0.05] = np.inf
+    x[rng.random(shape) < 0.05] = np.nan
+    if shape[1]:
+        x[0] = 0.0                        # no nonzero: (0, 0)
+        x[1 % shape[0]] = np.nan          # nothing finite: (0, 0)
+        x[2 % shape[0], 0] = np.ldexp(1.0, 1023) * 1.5      # the top (below 2**1024) and the bottom of the range
+        x[2 % shape[0], -1] = 5e-324
+    src, dst = tmp_path / "in.bin", tmp_path / "out.bin"
+    with open(src, "wb") as f:
+        np.asarray(shape, dtype=np.int64).tofile(f)
+        x.tofile(f)
+    subprocess.run([host, str(src), str(dst)], check=True)
+    flags, top, lsb = np.fromfile(dst, dtype=np.int64).reshape(-1, 3).T
+    want_top, want_lsb, want_flags = numpy_backend.row_bits(x, flags=True) if shape[1] else \
+        (*numpy_backend.row_bits(x), np.zeros(shape[0], dtype=np.int8))
+    assert np.array_equal(top, want_top) and np.array_equal(lsb, want_lsb)
+    assert np.array_equal(flags, want_flags)
+    if shape[1] > 1:
+        assert top[2 % shape[0]] == 1024 and lsb[2 % shape[0]] == -1074
