@@ -297,12 +297,13 @@ def direct(xp, N, sign, div, split):
 
 
 def real_direct(xp, N, sign, div, split):
-    """Right operand of a direct r2c product: [Re F | Im F] over the N // 2 + 1 output
-    columns (a hi, lo pair when split)."""
+    """Right operand of a direct r2c product: the N // 2 + 1 output columns' Re F and Im F
+    interleaved (columns 2k and 2k + 1), so that the product's rows are the complex outputs'
+    float64 pairs, viewed as complex without a copy (a hi, lo pair when split)."""
     m = N // 2 + 1
 
     def build():
-        return _operand([np.concatenate([F[:, :m].real, F[:, :m].imag], axis=1)
+        return _operand([np.stack([F[:, :m].real, F[:, :m].imag], axis=2).reshape(N, 2 * m)
                          for F in _dft_parts(N, sign, div, split)])
     return cached(xp, ("real", N, sign, div, split), build)
 
