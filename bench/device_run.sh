@@ -133,11 +133,13 @@
 #   s16b      one read of the rows for exact mode's plan (scan_rows.cu ROW_BITS) and one host sync for the
 #             FFT's row flags (NaN/inf, tiny, real rows): their GPU tests and the FFT's, issue 16's table now and
 #             at c888e7e (base/, an untracked copy made for the run) on this card, fftn 1024^3's kernels
+#   s16c      s16b without the baseline (its results were lost when that call ran past the limit): the GPU
+#             tests of 65b409d/fd98691, issue 16's table, fftn 1024^3's kernels, accurate mode's FFT
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -409,6 +411,15 @@ elif [ "$profile" = s16b ]; then
     stage fft_accurate 45 python3 -m bench.fft --mode accurate --cubes 512 --sizes 65536 1048576 --repeats 3 \
         --out "$W/fft_accurate.json"
     stage host_fft_65536 25 python3 -m bench.kernel_times fft 65536 --top 30 --cprofile 10
+elif [ "$profile" = s16c ]; then
+    gpu_tests gpu_changed 150 tests/fft tests/backends/test_prepared_gpu.py tests/test_exact_by_test.py \
+        tests/backends/test_cupy_backend.py -k "not test_zero_signs_kernel_matches_numpy and (fft or row_bits or row_specials or exact or prepared or same_bits)"
+    stage fft 90 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+        --sizes 65536 1048576 16777216 --repeats 3 --out "$W/fft.json"
+    stage fft_1024 55 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
+    stage fft_accurate 45 python3 -m bench.fft --mode accurate --cubes 512 --sizes 65536 1048576 --repeats 3 \
+        --out "$W/fft_accurate.json"
+    stage kernels_fftn_1024 50 python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
