@@ -32,9 +32,10 @@ and imaginary parts with three GEMMs per modulus (product_finite); stacks of
 matrices run through them at once (matmul_stack).  ``plan`` is shared by both backends (it only
 uses array-module reductions); the backends implement ``split``, ``scan_rows``,
 ``maxima``, ``bound_bottoms`` and ``flags_found`` (the plan's steps), ``residues``,
-``add_residues`` (complex), ``gemm`` and ``epilogue`` (and the fp8 substrate's
-``fp8_operands``, ``fp8_products``, ``fp8_recombine``), ``row_bits`` (exact mode's
-per-row bit ranges), ``widen`` (exact float32
+``residues_of_parts`` (an operand's parts and, complex, Karatsuba's sums),
+``add_residues``, ``gemm`` and ``epilogue`` (and the fp8 substrate's ``fp8_operands``,
+``fp8_products``, ``fp8_recombine``), ``row_bits`` (exact mode's per-row bit ranges),
+``widen`` (exact float32
 -> float64, used by the entry points before this module), ``choose_path``,
 ``zero_signs`` (ozaki.fft's sign rule of zero parts, in place), ``row_specials``
 (its rows' NaN/inf and tiny-entry flags) and ``complex_of`` (a complex result from
@@ -384,19 +385,13 @@ def make_plan(xp, A, Bt, mode, num_moduli, backend, parts=1, batch=1, path="cubl
     return plan_accurate(xp, A, Bt, m, backend, parts, batch, path)
 
 
-def _residue_slices(X, beta, width, plan, count, backend, m=None):
-    """The residues of ``count`` slices of ``width`` bits (0: one truncated slice) above the
-    bottoms beta, modulo the first m moduli (default: the plan's)."""
-    return [backend.residues(X, beta + t * width, width or None, m or plan.num_moduli, plan.nearest)
-            for t in range(count)]
-
-
 def _part_residues(X_parts, beta, width, plan, count, backend, m=None):
-    """Per part the residue slices (_residue_slices); complex, then the sums' (Karatsuba's Ar + Ai)."""
-    rs = [_residue_slices(X, beta, width, plan, count, backend, m) for X in X_parts]
-    if len(X_parts) == 2:
-        rs.append([backend.add_residues(x, y, m or plan.num_moduli) for x, y in zip(*rs)])
-    return rs
+    """Per part the residues of ``count`` slices of ``width`` bits (0: one truncated slice)
+    above the bottoms beta, modulo the first m moduli (default: the plan's); complex, then
+    the sums' (Karatsuba's Ar + Ai): the backend's residues_of_parts, a slice at a time."""
+    slices = [backend.residues_of_parts(X_parts, beta + t * width, width or None, m or plan.num_moduli,
+                                        plan.nearest) for t in range(count)]
+    return [list(part) for part in zip(*slices)]
 
 
 # Bytes of GEMM products per output entry, modulus and slice pair, counted with

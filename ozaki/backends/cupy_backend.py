@@ -208,9 +208,9 @@ def _num_regs(kern):
 
 
 @functools.lru_cache(maxsize=None)
-def _residues_kernel(m, wide, device, unroll):
-    """residues.cu's kernel for m moduli (``unroll``: RESIDUE_UNROLL)."""
-    defines = (("NMOD", m), ("WIDE_DIGITS", int(wide)))
+def _residues_kernel(m, wide, device, unroll, parts=1):
+    """residues.cu's kernel for m moduli (``unroll``: RESIDUE_UNROLL; ``parts``: PARTS)."""
+    defines = (("NMOD", m), ("WIDE_DIGITS", int(wide)), ("PARTS", parts))
     if unroll is not None:
         return _kernel("residues.cu", "residues", defines + (("MODULI_UNROLL", min(unroll, m) or m),), device, (m,))
     kern = _kernel("residues.cu", "residues", defines + (("MODULI_UNROLL", m),), device, (m,))
@@ -219,21 +219,48 @@ def _residues_kernel(m, wide, device, unroll):
     return kern
 
 
+def _residue_rows(x):
+    """x (rows, k) as residues.cu reads it: float64 rows of contiguous entries, any row
+    stride (a [Re | Im] row's half is read in place); (x, ld)."""
+    rows, k = x.shape
+    if x.dtype != cupy.float64 or (k > 1 and x.strides[1] != 8) or (rows > 1 and x.strides[0] % 8):
+        x = cupy.ascontiguousarray(x, dtype=cupy.float64)
+    return x, (x.strides[0] // 8 if rows > 1 else k)
+
+
+def _launch_residues(x, x_im, ld, beta, width, m, nearest, parts):
+    """residues.cu over rows x (and x_im, PARTS 2, the same ld): (parts + parts // 2, m, rows, kpad)."""
+    rows, k = x.shape
+    kpad = _padded(k)
+    out = cupy.empty((parts + parts // 2, m, rows, kpad), dtype=cupy.int8)
+    kern = _residues_kernel(m, _wide_digits(m, width, k), _device(), RESIDUE_UNROLL, parts)
+    grid, block = _grid(rows * kpad * parts // 8)
+    kern(grid, block, (x, np.int64(ld), np.int64(rows), np.int64(k),
+                       np.int64(kpad), cupy.ascontiguousarray(beta, dtype=cupy.int64),
+                       np.int32(width or 0), np.int32(bool(nearest)), _pow2(m, _device()), out, x_im))
+    return out
+
+
 def residues(x, beta, width, m, nearest=False):
     """int8 residues (m, rows, kpad) of the slice digits of x; kpad = k rounded up to 16.
     Rows whose entries are contiguous are read where they lie (any row stride)."""
-    rows, k = x.shape
-    kpad = _padded(k)
-    out = cupy.empty((m, rows, kpad), dtype=cupy.int8)
-    kern = _residues_kernel(m, _wide_digits(m, width, k), _device(), RESIDUE_UNROLL)
-    if x.dtype != cupy.float64 or (k > 1 and x.strides[1] != 8) or (rows > 1 and x.strides[0] % 8):
-        x = cupy.ascontiguousarray(x, dtype=cupy.float64)
-    ld = x.strides[0] // 8 if rows > 1 else k        # rows read in place ld apart (a [Re | Im] row's half)
-    grid, block = _grid(rows * kpad // 8)
-    kern(grid, block, (x, np.int64(ld), np.int64(rows), np.int64(k),
-                       np.int64(kpad), cupy.ascontiguousarray(beta, dtype=cupy.int64),
-                       np.int32(width or 0), np.int32(bool(nearest)), _pow2(m, _device()), out))
-    return out
+    x, ld = _residue_rows(x)
+    return _launch_residues(x, x, ld, beta, width, m, nearest, 1)[0]
+
+
+def residues_of_parts(parts, beta, width, m, nearest=False):
+    """As numpy_backend.residues_of_parts.  A complex operand's two parts whose rows lie the
+    same distance apart (operand_rows' halves of [Re | Im] rows) in one pass of residues.cu
+    (PARTS 2: both parts' residues and their sums' from one read of the rows); else a pass
+    a part and add_residues."""
+    if len(parts) == 2:
+        (re, ld), (im, ld_im) = _residue_rows(parts[0]), _residue_rows(parts[1])
+        if re.shape == im.shape and ld == ld_im:
+            return list(_launch_residues(re, im, ld, beta, width, m, nearest, 2))
+    rs = [residues(x, beta, width, m, nearest) for x in parts]
+    if len(parts) == 2:
+        rs.append(add_residues(rs[0], rs[1], m))
+    return rs
 
 
 def add_residues(x, y, m):

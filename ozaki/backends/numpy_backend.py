@@ -243,6 +243,16 @@ def add_residues(x, y, m):
     return symmetric(x.astype(np.int16) + y, p).astype(np.int8)
 
 
+def residues_of_parts(parts, beta, width, m, nearest=False):
+    """The residues of each part's slice digits (``residues``), and for two parts (a
+    complex operand's real and imaginary rows, one bottom a row) those of their sums
+    (``add_residues``: Karatsuba's Ar + Ai): a list of one or three stacks (m, rows, k)."""
+    rs = [residues(x, beta, width, m, nearest) for x in parts]
+    if len(parts) == 2:
+        rs.append(add_residues(rs[0], rs[1], m))
+    return rs
+
+
 def _batched_matmul(Ra, Rbt, batch, dtype):
     """(b, batch*m, k) x (b, batch*n, k) -> (batch, b, m, n) in ``dtype`` BLAS."""
     b, rows, k = Ra.shape

@@ -250,6 +250,40 @@ def test_residues_kernel_row_strides(rng, monkeypatch, m, width, nearest):
         assert not gpu[:, :, k:].any(), name
 
 
+@pytest.mark.parametrize("m", [14, 16, 27, 49])
+@pytest.mark.parametrize("width,nearest", [(None, True), (64, False), (100, False)])
+def test_residues_of_parts_kernel(rng, monkeypatch, m, width, nearest):
+    """A complex operand's parts, the halves of joined [Re | Im] rows (and those reversed),
+    in one pass (residues.cu PARTS 2, no add_residues): numpy_backend's residues of each
+    part and of their sums, bit for bit; parts of different row strides take a pass a part
+    and add_residues, with the same bits."""
+    import cupy
+    from ozaki.backends import cupy_backend, numpy_backend
+    re, beta = inputs.residue_rows(rng)
+    im = inputs.residue_rows(rng)[0][::-1]
+    rows, k = re.shape
+    joined = cupy.asarray(np.concatenate([re, im], axis=1))
+    want = numpy_backend.residues_of_parts([re, im], beta, width, m, nearest)
+    sums = []
+    real_add = cupy_backend.add_residues
+    monkeypatch.setattr(cupy_backend, "add_residues", lambda *a: sums.append(1) or real_add(*a))
+    for name, parts, b in (("halves", [joined[:, :k], joined[:, k:]], beta),
+                           ("reversed", [joined[::-1, :k], joined[::-1, k:]], beta[::-1])):
+        got = cupy_backend.residues_of_parts(parts, cupy.asarray(np.ascontiguousarray(b)), width, m, nearest)
+        assert not sums, name
+        assert len(got) == 3, name
+        for g, w in zip(got, want):
+            g = cupy.asnumpy(g)
+            w = w[:, ::-1] if name == "reversed" else w
+            assert np.array_equal(g[:, :, :k], w), name
+            assert not g[:, :, k:].any(), name
+    apart = [cupy.asarray(re), joined[:, k:]]                 # row strides k and 2 k
+    got = cupy_backend.residues_of_parts(apart, cupy.asarray(beta), width, m, nearest)
+    assert sums
+    for g, w in zip(got, want):
+        assert np.array_equal(cupy.asnumpy(g)[:, :, :k], w)
+
+
 @pytest.mark.parametrize("unroll", [0, 1, 2, 5])
 def test_residues_kernel_unrolled(rng, monkeypatch, unroll):
     """Every build of the moduli loop (RESIDUE_UNROLL: 0 fully unrolled, else that many

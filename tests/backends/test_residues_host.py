@@ -1,7 +1,9 @@
 """kernels/residues.cu built for the host with a C++ compiler (one thread a block: the grid
 loop covers every group of eight columns in turn), narrow and wide (WIDE_DIGITS: the
-five-piece path), and checked against numpy_backend.residues on adversarial rows that
-take each of its three ways (three pieces, five pieces, the two-step table path).  The
+five-piece path), one part and two (PARTS 2: a complex operand's real and imaginary rows
+and Karatsuba's sums), and checked against numpy_backend.residues(_of_parts) on
+adversarial rows that take each of its three ways (three pieces, five pieces, the
+two-step table path).  The
 same device code the GPU runs (tests/backends/test_cupy_backend.py runs it there);
 skipped when no C++ compiler is found.
 """
@@ -47,17 +49,20 @@ template <typename T> static inline T max(T a, T b) { return a > b ? a : b; }
 
 MAIN = r"""
 #include "residues.cu"
-// argv: input file (rows k kpad width nearest ld, x as rows ld apart, beta, pow2), output file
-// (NMOD x rows x kpad int8)
+// argv: input file (rows k kpad width nearest ld, x as rows ld apart [PARTS 2: then the
+// imaginary rows alike], beta, pow2), output file ((PARTS + PARTS / 2) x NMOD x rows x kpad int8)
 int main(int argc, char** argv) {
     FILE* in = fopen(argv[1], "rb"); FILE* out = fopen(argv[2], "wb");
     long long h[6]; fread(h, 8, 6, in);
     long long rows = h[0], k = h[1], kpad = h[2], ld = h[5];
-    std::vector<double> x(rows * ld); fread(x.data(), 8, x.size(), in);
+    std::vector<double> x(rows * ld), xi(rows * ld);
+    fread(x.data(), 8, x.size(), in);
+    if (PARTS == 2) fread(xi.data(), 8, xi.size(), in);
     std::vector<long long> beta(rows); fread(beta.data(), 8, rows, in);
     std::vector<double> pow2((size_t)NMOD * MAX_SHIFT); fread(pow2.data(), 8, pow2.size(), in);
-    std::vector<signed char> r((size_t)NMOD * rows * kpad, 0);
-    residues(x.data(), ld, rows, k, kpad, beta.data(), (int)h[3], (int)h[4], pow2.data(), r.data());
+    std::vector<signed char> r((size_t)(PARTS + PARTS / 2) * NMOD * rows * kpad, 0);
+    residues(x.data(), ld, rows, k, kpad, beta.data(), (int)h[3], (int)h[4], pow2.data(), r.data(),
+             PARTS == 2 ? xi.data() : x.data());
     fwrite(r.data(), 1, r.size(), out);
     fclose(in); fclose(out);
     return 0;
@@ -65,33 +70,37 @@ int main(int argc, char** argv) {
 """
 
 
-CONFIGS = [(7, 0), (16, 0), (16, 1), (22, 1), (49, 1)]
+# (moduli, WIDE_DIGITS, PARTS): 27 wide is exact mode's count for the FFT's direct products
+CONFIGS = [(7, 0, 1), (16, 0, 1), (16, 1, 1), (22, 1, 1), (49, 1, 1), (16, 0, 2), (27, 1, 2)]
 
 
-@pytest.fixture(scope="module", params=CONFIGS, ids=[f"m{m}-wide{w}" for m, w in CONFIGS])
+@pytest.fixture(scope="module", params=CONFIGS, ids=[f"m{m}-wide{w}-parts{p}" for m, w, p in CONFIGS])
 def host(request, tmp_path_factory):
-    m, wide = request.param
-    source = SHIMS + f"#define NMOD {m}\n#define WIDE_DIGITS {wide}\n" + constant_tables(m) + MAIN
-    return m, host_build.build(tmp_path_factory, source, f"residues_m{m}_w{wide}")
+    m, wide, parts = request.param
+    source = SHIMS + f"#define NMOD {m}\n#define WIDE_DIGITS {wide}\n#define PARTS {parts}\n" + constant_tables(m) + MAIN
+    return m, host_build.build(tmp_path_factory, source, f"residues_m{m}_w{wide}_p{parts}"), parts
 
 
-def run(host, tmp_path, x, beta, width, nearest, gap=0):
-    """The kernel's residues of x; ``gap``: the rows lie k + gap apart, the gaps full of
-    values the kernel must not read (NaN and huge numbers)."""
-    m, exe = host
-    rows, k = x.shape
+def run(host, tmp_path, parts, beta, width, nearest, gap=0):
+    """The kernel's residues of the rows ``parts`` (a list of one or two (rows, k) arrays):
+    (stacks, m, rows, kpad); ``gap``: the rows lie k + gap apart, the gaps full of values
+    the kernel must not read (NaN and huge numbers)."""
+    m, exe, count = host
+    assert len(parts) == count
+    rows, k = parts[0].shape
     kpad = -(-k // 16) * 16
-    wide = np.full((rows, k + gap), np.nan)
-    wide[:, k:k + gap // 2] = 2.0 ** 1000
-    wide[:, :k] = x
     src, dst = tmp_path / "in.bin", tmp_path / "out.bin"
     with open(src, "wb") as f:
         np.array([rows, k, kpad, width or 0, int(nearest), k + gap], dtype=np.int64).tofile(f)
-        wide.tofile(f)
+        for x in parts:
+            wide = np.full((rows, k + gap), np.nan)
+            wide[:, k:k + gap // 2] = 2.0 ** 1000
+            wide[:, :k] = x
+            wide.tofile(f)
         np.asarray(beta, dtype=np.int64).tofile(f)
         numpy_backend.pow2_table(m).astype(np.float64).tofile(f)
     subprocess.run([exe, str(src), str(dst)], check=True)
-    return np.fromfile(dst, dtype=np.int8).reshape(m, rows, kpad)
+    return np.fromfile(dst, dtype=np.int8).reshape(count + count // 2, m, rows, kpad)
 
 
 def adversarial(rng, rows=24):
@@ -106,13 +115,17 @@ def adversarial(rng, rows=24):
 @pytest.mark.parametrize("width,nearest,gap", [(None, False, 0), (None, True, 0), (64, False, 0), (100, False, 0),
                                                (None, True, 29)])
 def test_residues_match_numpy(host, tmp_path, rng, width, nearest, gap):
-    """gap 29: rows read in place inside wider rows (a complex operand's [Re | Im] halves)."""
+    """gap 29: rows read in place inside wider rows (a complex operand's [Re | Im] halves).
+    Two parts: the imaginary rows another adversarial draw under the same bottoms."""
     x, beta = adversarial(rng)
-    got = run(host, tmp_path, x, beta, width, nearest, gap)
-    want = numpy_backend.residues(x, beta, width, host[0], nearest)
+    parts = [x] if host[2] == 1 else [x, adversarial(rng)[0][::-1]]
+    got = run(host, tmp_path, parts, beta, width, nearest, gap)
+    want = numpy_backend.residues_of_parts(parts, beta, width, host[0], nearest)
     k = x.shape[1]
-    assert np.array_equal(got[:, :, :k], want)
-    assert not got[:, :, k:].any()                      # the padding columns stay zero
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert np.array_equal(g[:, :, :k], w)
+        assert not g[:, :, k:].any()                      # the padding columns stay zero
 
 
 def test_residues_of_known_integers(host, tmp_path):
@@ -133,9 +146,14 @@ def test_residues_of_known_integers(host, tmp_path):
     ints = [q * 2 ** sh for group in groups for q, sh in group]
     x = np.array([float(v) for v in ints])[None, :]
     assert all(int(f) == v for f, v in zip(x[0], ints))                # the digits are exact doubles
-    got = run(host, tmp_path, x, np.array([0]), None, False)[:, 0, :len(ints)]
-    for i, p in enumerate(moduli(m)):
-        want = [((v + p // 2) % p) - p // 2 for v in ints]          # symmetric: [-p/2, p - 1 - p/2]
-        assert got[i].tolist() == want, p
-        if p == 256:
-            assert sum(r == -128 for r in want) >= 6                  # two in each group
+    # two parts: the imaginary row the same integers negated and reversed; then their sums
+    values = [ints] if host[2] == 1 else [ints, [-v for v in ints[::-1]]]
+    got = run(host, tmp_path, [np.array([[float(v) for v in vs]]) for vs in values], np.array([0]), None, False)
+    if host[2] == 2:
+        values.append([a + b for a, b in zip(*values)])
+    for stack, vs in zip(got, values):
+        for i, p in enumerate(moduli(m)):
+            want = [((v + p // 2) % p) - p // 2 for v in vs]        # symmetric: [-p/2, p - 1 - p/2]
+            assert stack[i, 0, :len(vs)].tolist() == want, p
+            if p == 256 and vs is values[0]:
+                assert sum(r == -128 for r in want) >= 6              # two in each group

@@ -40,6 +40,17 @@
 #define MODULI_UNROLL NMOD
 #endif
 
+// PARTS (cupy_backend.residues_of_parts): 2 for a complex operand's real and imaginary
+// rows read together (x and x_im, rows the same ld apart): a thread does COLS = 4 columns
+// of both and writes the residues of each and of their sums (Karatsuba's Ar + Ai, as
+// add_residues) into three stacks (NMOD, rows, kpad) one after another: one pass, where
+// add_residues read both stacks again after two residue launches (60 of fftn 1024^3's
+// 1090 ms on the H100, run 6cbae98).
+#ifndef PARTS
+#define PARTS 1
+#endif
+#define COLS (PER_THREAD / PARTS)
+
 #include "modular.cuh"
 
 __device__ __forceinline__ void digit(double x, long long beta, int width, int nearest,
@@ -119,6 +130,53 @@ template <> struct Bytes<4> { typedef unsigned int type; };
 // memory for five, whose loop over the moduli reads them at a run-time index (from the
 // constant bank instead: no faster, 18.3 against 18.1 ms at n = 16384, runs 8447b65 and
 // d7e9515).
+// (x + y) mod p in the symmetric range, x and y in it (add_residues' and PARTS' sums).
+__device__ __forceinline__ signed char add_mod(int a, int b, int p, int h) {
+    int v = a + b;
+    return (signed char)(v > p - 1 - h ? v - p : (v < -h ? v + p : v));
+}
+
+// Stores the CH residue bytes of a thread's digits J0 .. J0 + CH - 1 for modulus i, dst
+// the thread's first column in plane 0.  PARTS 1: the digits are columns, at
+// dst + i plane + J0.  PARTS 2: digits 0 .. COLS - 1 are the real part's columns and
+// COLS .. 2 COLS - 1 the imaginary part's, into the first and the second stack (NMOD
+// planes apart), and their sums into the third: from these bytes when they hold both
+// parts (CH = 8), else (CH = 4, the five-piece path) the imaginary half's with the real
+// half's bytes read back (this thread's own store, just before).
+template <int CH, int J0>
+__device__ __forceinline__ void put(signed char* dst, long long plane, int i, const signed char (&c)[CH]) {
+#if PARTS == 1
+    union { signed char c[CH]; typename Bytes<CH>::type u; } pack;
+#pragma unroll
+    for (int j = 0; j < CH; ++j) pack.c[j] = c[j];
+    *reinterpret_cast<typename Bytes<CH>::type*>(dst + i * plane + J0) = pack.u;
+#else
+    static_assert(COLS == 4 && (CH == 8 || CH == 4), "PARTS 2: four columns of each part");
+    const long long stack = (long long)NMOD * plane;
+    union { signed char c[4]; unsigned int u; } re, im, sum;
+    if constexpr (CH == 4 && J0 == 0) {                 // the real half alone
+#pragma unroll
+        for (int j = 0; j < 4; ++j) re.c[j] = c[j];
+        *reinterpret_cast<unsigned int*>(dst + i * plane) = re.u;
+    } else {
+        if constexpr (CH == 8) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) { re.c[j] = c[j]; im.c[j] = c[4 + j]; }
+            *reinterpret_cast<unsigned int*>(dst + i * plane) = re.u;
+        } else {
+            re.u = *reinterpret_cast<const unsigned int*>(dst + i * plane);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) im.c[j] = c[j];
+        }
+        const int p = (int)MOD_P[i], h = p / 2;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) sum.c[j] = add_mod(re.c[j], im.c[j], p, h);
+        *reinterpret_cast<unsigned int*>(dst + stack + i * plane) = im.u;
+        *reinterpret_cast<unsigned int*>(dst + 2 * stack + i * plane) = sum.u;
+    }
+#endif
+}
+
 template <int NP, int CH, int J0>
 __device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)[PER_THREAD],
                                                    const int (&s)[PER_THREAD], const bool (&neg)[PER_THREAD],
@@ -132,11 +190,11 @@ __device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)
     constexpr int UNROLL = NP > 3 ? 1 : MODULI_UNROLL;
 #pragma unroll UNROLL
     for (int i = 0; i < NMOD; ++i) {
-        union { signed char c[CH]; typename Bytes<CH>::type u; } pack;
+        signed char c[CH];
 #pragma unroll
         for (int j = 0; j < CH; ++j)
-            pack.c[j] = (signed char)__double2loint(residue_of_pieces<NP>(v[j], rows[i]) + MAGIC);
-        *reinterpret_cast<typename Bytes<CH>::type*>(dst + i * plane + J0) = pack.u;
+            c[j] = (signed char)__double2loint(residue_of_pieces<NP>(v[j], rows[i]) + MAGIC);
+        put<CH, J0>(dst, plane, i, c);
     }
 }
 
@@ -152,19 +210,20 @@ extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x
                                     long long rows, long long k, long long kpad, const long long* __restrict__ beta, int width,
                                     int nearest,
                                     const double* __restrict__ pow2,     // (NMOD, MAX_SHIFT)
-                                    signed char* __restrict__ out) {
+                                    signed char* __restrict__ out,       // (PARTS 2: three stacks)
+                                    const double* __restrict__ x_im) {   // PARTS 2: the imaginary rows
 #if WIDE_DIGITS
     __shared__ double wide_rows[NMOD][8];
     for (int c = threadIdx.x; c < NMOD * 8; c += blockDim.x) wide_rows[c / 8][c % 8] = MOD_ROW[c / 8][c % 8];
     __syncthreads();
 #endif
-    long long groups = kpad / PER_THREAD;
+    long long groups = kpad / COLS;
     long long total = rows * groups;
     long long plane = rows * kpad;
     for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
          t += (long long)gridDim.x * blockDim.x) {
         long long row = t / groups;
-        long long col = (t - row * groups) * PER_THREAD;
+        long long col = (t - row * groups) * COLS;
         long long b = beta[row];
         bool neg[PER_THREAD];
         unsigned long long q[PER_THREAD];
@@ -172,7 +231,9 @@ extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x
         int smax = 0;                   // the largest shift: the pieces the digits need
 #pragma unroll
         for (int j = 0; j < PER_THREAD; ++j) {
-            double v = (col + j < k) ? x[row * ld + col + j] : 0.0;
+            const double* part = (PARTS == 2 && j >= COLS) ? x_im : x;
+            long long c = col + j % COLS;
+            double v = (c < k) ? part[row * ld + c] : 0.0;
             digit(v, b, width, nearest, neg[j], q[j], s[j]);
             smax = max(smax, s[j]);
         }
@@ -199,14 +260,14 @@ extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x
             for (int i = 0; i < NMOD; ++i) {
                 double p = MOD_P[i], h = floor(0.5 * p);
                 const double* tab = pow2 + (long long)i * MAX_SHIFT;
-                union { signed char c[PER_THREAD]; uint2 u; } pack;
+                signed char c[PER_THREAD];
 #pragma unroll
                 for (int j = 0; j < PER_THREAD; ++j) {
                     double qd = neg[j] ? -(double)q[j] : (double)q[j];
                     double r = mod_symmetric(mod_symmetric(qd, p, MOD_INV[i], h) * tab[s[j]], p, MOD_INV[i], h);
-                    pack.c[j] = (signed char)__double2loint(r + MAGIC);
+                    c[j] = (signed char)__double2loint(r + MAGIC);
                 }
-                *reinterpret_cast<uint2*>(dst + i * plane) = pack.u;
+                put<PER_THREAD, 0>(dst, plane, i, c);
             }
         }
     }
@@ -220,11 +281,6 @@ extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x
 // residues kernel's padded stacks are) a thread adds 16 bytes at a time.
 // (CuPy's elementwise kernel, broadcasting the moduli, ran at about 0.6 TB/s
 // on the H200.)
-__device__ __forceinline__ signed char add_mod(int a, int b, int p, int h) {
-    int v = a + b;
-    return (signed char)(v > p - 1 - h ? v - p : (v < -h ? v + p : v));
-}
-
 extern "C" __global__ void add_residues(const signed char* __restrict__ x, long long x_plane,
                                         const signed char* __restrict__ y, long long y_plane,
                                         long long plane, int vector, signed char* __restrict__ out) {
