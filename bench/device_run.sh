@@ -135,11 +135,14 @@
 #             at c888e7e (base/, an untracked copy made for the run) on this card, fftn 1024^3's kernels
 #   s16c      s16b without the baseline (its results were lost when that call ran past the limit): the GPU
 #             tests of 65b409d/fd98691, issue 16's table, fftn 1024^3's kernels, accurate mode's FFT
+#   s16d      a complex operand's residues in one pass (residues.cu PARTS 2), the zero signs of both output
+#             parts in one launch, the FFT's constants on a 2**-104 grid (25 moduli at 1024 points): their
+#             GPU tests and the unrun ones of s16c, issue 16's table, fftn 1024^3's kernels, ZGEMM 8192
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -420,6 +423,16 @@ elif [ "$profile" = s16c ]; then
     stage fft_accurate 45 python3 -m bench.fft --mode accurate --cubes 512 --sizes 65536 1048576 --repeats 3 \
         --out "$W/fft_accurate.json"
     stage kernels_fftn_1024 50 python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4
+elif [ "$profile" = s16d ]; then
+    gpu_tests gpu_changed 200 tests/backends/test_cupy_backend.py tests/fft/test_fft_gpu.py \
+        tests/backends/test_prepared_gpu.py -k "residues_of_parts or (zero_signs and not 4096) or row_specials \
+        or row_bits or complex_same_bits or complex_stacks or pair_gpu or same_bits_as_cpu or axes_by_blocks"
+    stage fft 90 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+        --sizes 65536 1048576 16777216 --repeats 3 --out "$W/fft.json"
+    stage fft_1024 55 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
+    stage kernels_fftn_1024 50 python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4
+    stage zgemm 45 python3 -m bench.gemm --sizes 4096 8192 --families complex --no-emulated --samples 12 \
+        --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -443,7 +456,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ 
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c s16a " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c s16a s16b s16c s16d " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then

@@ -1238,22 +1238,36 @@ def row_specials(parts, tiny, imag=None):
     return (flags & 1) != 0, (flags & 2) != 0, found
 
 
-def zero_signs(part, tiny, terms, N, sign):
-    """As numpy_backend.zero_signs, in one pass over the part (kernels/zero_terms.cu): a
-    thread per entry, which scans a zero's terms until one is not -0.  (The array version
-    gathered every row with a zero part, most of a real signal's fftn time in
-    specials.finish: 22 of 69 ms at 256^3, run bdcaf40.)"""
-    rows, bins = part.shape
+def zero_signs(parts, tiny, terms, N, sign):
+    """As numpy_backend.zero_signs, in one pass (kernels/zero_terms.cu): a thread per
+    entry, which scans a zero's terms until one is not -0; two parts that lie side by side
+    with the same strides (a complex array's .real and .imag) in one launch, so the array
+    is read once.  (The array version gathered every row with a zero part, most of a real
+    signal's fftn time in specials.finish: 22 of 69 ms at 256^3, run bdcaf40.)"""
+    parts = list(parts)
+    rows, bins = parts[0].shape
     if rows * bins == 0:
         return
-    args = []
-    for offset, v, sine, negated in list(terms) + [terms[0]] * (2 - len(terms)):
-        args += [v, np.int64(v.shape[1]), np.int64(offset), *_strides(v), np.int32(bool(sine)),
-                 np.int32(bool(negated))]
+
+    def described(ts):
+        args = []
+        for offset, v, sine, negated in list(ts) + [ts[0]] * (2 - len(ts)):
+            args += [v, np.int64(v.shape[1]), np.int64(offset), *_strides(v), np.int32(bool(sine)),
+                     np.int32(bool(negated))]
+        return args + [np.int32(len(ts))]
+
     kern = _kernel("zero_terms.cu", "zero_signs", (), _device())
-    kern(*_row_grid(rows, bins),
-         (part, np.int64(rows), np.int64(bins), *_strides(part), cupy.ascontiguousarray(tiny, dtype=cupy.bool_),
-          *args, np.int32(len(terms)), np.int64(N), np.int32(sign)))
+    tiny = cupy.ascontiguousarray(tiny, dtype=cupy.bool_)
+    second = 0
+    if len(parts) == 2 and parts[1].shape == parts[0].shape and parts[1].strides == parts[0].strides:
+        second = (parts[1].data.ptr - parts[0].data.ptr) // 8
+    if second:
+        pieces = [(parts[0], second, described(terms[0]) + described(terms[1]))]
+    else:
+        pieces = [(p, 0, described(ts) * 2) for p, ts in zip(parts, terms)]
+    for part, offset, args in pieces:
+        kern(*_row_grid(rows, bins), (part, np.int64(rows), np.int64(bins), *_strides(part), np.int64(offset),
+                                      tiny, *args, np.int64(N), np.int32(sign)))
 
 
 # ----------------------------------------------------------- exact residuals --

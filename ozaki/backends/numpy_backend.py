@@ -441,13 +441,15 @@ def row_specials(parts, tiny, imag=None):
     return bad, small, int(bad.any()) | int(small.any()) << 1 | int(complex_) << 2
 
 
-def zero_signs(part, tiny, terms, N, sign):
-    """Set every zero entry of ``part`` (rows, bins; a view, written in place) outside the
-    ``tiny`` rows to -0 or +0 by the sign rule of ozaki.fft.specials: -0 exactly when the
-    part has a term and every term is -0 (``terms`` as zero_terms_negative's)."""
-    rows, outs = np.nonzero((part == 0) & ~tiny[:, None])
-    if rows.size:
-        part[rows, outs] = np.where(_zero_parts_negative(terms, rows, outs, N, sign), -0.0, 0.0)
+def zero_signs(parts, tiny, terms, N, sign):
+    """Set every zero entry of each output part in ``parts`` (rows, bins; views, written in
+    place; a complex result's .real and .imag, or one part) outside the ``tiny`` rows to -0
+    or +0 by the sign rule of ozaki.fft.specials: -0 exactly when the part has a term and
+    every term is -0 (``terms``: per part, as zero_terms_negative's)."""
+    for part, ts in zip(parts, terms):
+        rows, outs = np.nonzero((part == 0) & ~tiny[:, None])
+        if rows.size:
+            part[rows, outs] = np.where(_zero_parts_negative(ts, rows, outs, N, sign), -0.0, 0.0)
 
 
 def _zero_parts_negative(terms, rows, outs, N, sign):

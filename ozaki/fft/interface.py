@@ -264,8 +264,8 @@ def fft(a, n=None, axis=-1, norm=None, out=None, *, mode="exact", num_moduli=Non
 
     X_k = sum_n a_n exp(-2 pi i k n / n_points), times the norm's scale.  With the
     default ``mode="exact"`` every output part is the correctly rounded value of its
-    exact sum with the correctly rounded (hi + lo) roots of unity, up to a relative
-    2**-100 of its terms (see ozaki.fft); ``mode``/``num_moduli`` trade that for speed.
+    exact sum with the (hi + lo) roots of unity, up to a relative 2**-100 of its terms
+    (see ozaki.fft); ``mode``/``num_moduli`` trade that for speed.
     """
     return _raw(a, n, axis, "c2c", True, norm, out, _opts(mode, num_moduli), "fft")
 

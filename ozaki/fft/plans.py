@@ -28,7 +28,8 @@ it).  Lengths with no factorization run direct up to DIRECT_ANY_MAX and
 through Bluestein beyond.  The plans are the same on every backend, so the
 CPU and the GPU give the same bits.
 
-Constants (twiddles.py: correctly rounded hi + lo) are kept per array module
+Constants (twiddles.py: correctly rounded hi + lo; the products' lo on a grid 2**-104
+below the largest root, product_roots) are kept per array module
 and device in a byte-bounded cache, least recently used dropped first.
 """
 
@@ -278,9 +279,32 @@ def clear_cache():
 
 # -------------------------------------------------------------- constants --
 
-def _dft_parts(N, sign, div, split):
-    """The N-point DFT matrix F[k, n] = w^(kn) / div: [hi] or [hi, lo] (host arrays)."""
+# The products' constants carry each root w^j / div to PRODUCT_ROOT_BITS bits below the
+# largest part (|w| / div): twiddles' remainders lo rounded to that grid.  The error of a
+# constant part is then below 2**-104 of |w / div|, of a term below 2**-103 of its size
+# |x_n w^(kn) / div| (two constant parts a term), far inside the promise (2**-100 of the
+# terms); and a column's integers span about 105 bits instead of up to 119 (lo of a small
+# part, sin 2 pi / N, reaches 2**-113): exact mode's direct products of 512 and 1024
+# points take 25 moduli instead of 26 and 27 (the GEMMs, residues and epilogue scale with
+# them).  The twiddles between the stages (error-free products) keep their exact lo.
+PRODUCT_ROOT_BITS = 104
+
+
+def product_roots(N, sign, div):
+    """(hi, lo) of the roots w^j / div, j = 0..N-1, as the products take them: hi
+    correctly rounded, lo = the remainder rounded to a multiple of 2**(e - PRODUCT_ROOT_BITS),
+    2**e <= the largest part < 2**(e + 1) (half-even, so conjugate and negated roots stay
+    conjugate and negated, and exact roots keep lo = 0)."""
     hi, lo = twiddles.root_parts(N, sign, div)
+    top = float(np.max(np.maximum(np.abs(hi.real), np.abs(hi.imag))))
+    grid = np.ldexp(1.0, int(np.frexp(top)[1]) - 1 - PRODUCT_ROOT_BITS)
+    lo = np.round(lo.real / grid) * grid + 1j * (np.round(lo.imag / grid) * grid)
+    return hi, lo
+
+
+def _dft_parts(N, sign, div, split):
+    """The N-point DFT matrix F[k, n] = w^(kn) / div: [hi] or [hi, lo] (product_roots; host arrays)."""
+    hi, lo = product_roots(N, sign, div)
     idx = np.outer(np.arange(N), np.arange(N)) % N
     return [hi[idx]] + ([lo[idx]] if split else [])
 
@@ -370,7 +394,7 @@ def stage2_folded(xp, N1, N2, sign, div, split):
         k1 = np.arange(N1)[:, None, None]
         n2 = np.arange(N2)[None, :, None]
         k2 = np.arange(N2)[None, None, :]
-        hi, lo = twiddles.root_parts(N, sign, div)
+        hi, lo = product_roots(N, sign, div)
         idx = (n2 * (k1 + N1 * k2)) % N
         if not split:
             return hi[idx]

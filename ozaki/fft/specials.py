@@ -118,13 +118,13 @@ def finish(out, fix, kind, N, sign, original):
             result[i] = _specials_row(result[i], data[i], kind, N, sign)
         out[xp.asarray(rows)] = xp.asarray(result)
     # The zero parts, where the data lies (a real signal's transform has zero parts in
-    # every row): the backend's zero_signs, in place on each output part.
+    # every row): the backend's zero_signs, in place on the output parts (one pass).
     from .. import backend_for
     backend = backend_for(out)
     inputs = _inputs_2d(original, kind, N)
-    for part, terms in zip([out] if kind == "c2r" else [out.real, out.imag], _TERMS[kind]):
-        backend.zero_signs(part, fix["tiny"], [(inputs[p][0], inputs[p][1], ctype == "s", negated)
-                                               for p, ctype, negated in terms], N, sign)
+    backend.zero_signs([out] if kind == "c2r" else [out.real, out.imag], fix["tiny"],
+                       [[(inputs[p][0], inputs[p][1], ctype == "s", negated) for p, ctype, negated in terms]
+                        for terms in _TERMS[kind]], N, sign)
     return out
 
 

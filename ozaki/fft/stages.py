@@ -20,7 +20,8 @@ run as c2c transforms of the real input (r2c) or of the Hermitian extension
 (c2r).
 
 In mode="exact" (the default) every product carries the constants as hi + lo
-float64 pairs (twiddles.py: both correctly rounded), taken as one operand of
+float64 pairs (twiddles.py: hi correctly rounded; lo the remainder on a grid 2**-104
+below the largest root, plans.product_roots), taken as one operand of
 exact sums (scheme.prepare_pair: their residues added mod p, so the data is
 not doubled along the inner dimension), and stage 1's output as its rounded
 value plus its exactly computed, rounded remainder, so the only rounding of

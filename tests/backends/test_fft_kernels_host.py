@@ -37,20 +37,23 @@ static std::vector<double> doubles(FILE* f, size_t n) { std::vector<double> v(n)
 int main(int argc, char** argv) {
     FILE* in = fopen(argv[2], "rb"); FILE* out = fopen(argv[3], "wb");
     if (!strcmp(argv[1], "zero")) {
-        std::vector<long long> h = ints(in, 10);      // N sign rows bins terms count start ld stride part_count
+        // N sign rows bins terms count start ld stride part_count second terms2
+        std::vector<long long> h = ints(in, 12);
         long long N = h[0], rows = h[2], bins = h[3];
-        int sign = (int)h[1], terms = (int)h[4];
+        int sign = (int)h[1], terms = (int)h[4], terms2 = (int)h[11];
         std::vector<double> base = doubles(in, h[5]);
         std::vector<double> part = doubles(in, h[9]);
         std::vector<long long> tiny_i = ints(in, rows);
         std::vector<unsigned char> tiny(rows);
         for (long long r = 0; r < rows; ++r) tiny[r] = (unsigned char)tiny_i[r];
-        long long t[2][7];                            // start entries offset ld stride sine negated
-        for (int q = 0; q < 2; ++q) { std::vector<long long> v = ints(in, 7); for (int j = 0; j < 7; ++j) t[q][j] = v[j]; }
-        zero_signs(part.data() + h[6], rows, bins, h[7], h[8], (const bool*)tiny.data(),
+        long long t[4][7];                            // start entries offset ld stride sine negated
+        for (int q = 0; q < 4; ++q) { std::vector<long long> v = ints(in, 7); for (int j = 0; j < 7; ++j) t[q][j] = v[j]; }
+        zero_signs(part.data() + h[6], rows, bins, h[7], h[8], h[10], (const bool*)tiny.data(),
                    base.data() + t[0][0], t[0][1], t[0][2], t[0][3], t[0][4], (int)t[0][5], (int)t[0][6],
-                   base.data() + t[1][0], t[1][1], t[1][2], t[1][3], t[1][4], (int)t[1][5], (int)t[1][6],
-                   terms, N, sign);
+                   base.data() + t[1][0], t[1][1], t[1][2], t[1][3], t[1][4], (int)t[1][5], (int)t[1][6], terms,
+                   base.data() + t[2][0], t[2][1], t[2][2], t[2][3], t[2][4], (int)t[2][5], (int)t[2][6],
+                   base.data() + t[3][0], t[3][1], t[3][2], t[3][3], t[3][4], (int)t[3][5], (int)t[3][6], terms2,
+                   N, sign);
         fwrite(part.data(), 8, part.size(), out);
     } else {
         std::vector<long long> h = ints(in, 7);       // rows entries start ld stride count imag
@@ -88,36 +91,62 @@ def _run(host, tmp_path, mode, header, *arrays):
     return np.fromfile(dst, dtype=np.float64 if mode == "zero" else np.int64)
 
 
+def _described(used, base):
+    """The kernel's descriptors of a part's terms (two: the first repeated for one)."""
+    out = []
+    for offset, v, sine, negated in used + used[:1] * (2 - len(used)):
+        start, ld, stride = _layout(v, base)
+        out.append([start, v.shape[1], offset, ld, stride, int(sine), int(negated)])
+    return out
+
+
+def _zero_signs_on_host(host, tmp_path, N, sign, rows, base, out, tiny, used, second_used=None):
+    """The kernel on ``out`` (complex, rows x N) in place: its real parts by ``used``, and with
+    ``second_used`` its imaginary parts too, in the same launch (second = 1)."""
+    whole = out.view(np.float64)
+    start, ld, stride = _layout(out.real, whole)
+    described = _described(used, base) + _described(second_used or used, base)
+    got = _run(host, tmp_path, "zero", [N, sign, rows, N, len(used), base.size, start, ld, stride, whole.size,
+                                        1 if second_used else 0, len(second_used or used)],
+               base, whole, tiny.astype(np.int64), np.array(described, dtype=np.int64))
+    return got.view(np.complex128).reshape(rows, N)
+
+
+def _same(got, want):
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    same = np.isnan(want) | (got.view(np.int64) == want.view(np.int64)).reshape(want.shape + (2,)).all(axis=2)
+    return same.all()
+
+
 @pytest.mark.parametrize("N", [1, 2, 3, 8, 25, 64])
 def test_zero_signs_kernel_on_the_host(host, tmp_path, rng, N):
+    """One part by its terms (the imaginary parts left alone), then both parts of a complex
+    output in one launch (second = 1), each by its own terms, as numpy_backend's."""
     rows = 30
     for kind in ("c2c", "r2c", "c2r"):
         data = inputs.zero_sign_rows(rng, kind, N, rows, lone=(-1.5, 2.0, np.inf, np.nan))
         base = data if kind == "r2c" else data.view(np.float64)
         views = specials._inputs_2d(data, kind, N)
+        every = [[(views[q][0], views[q][1], ctype == "s", negated) for q, ctype, negated in terms]
+                 for terms in specials._TERMS[kind]]
         for sign in (-1, 1):
-            for terms in specials._TERMS[kind]:
-                used = [(views[q][0], views[q][1], ctype == "s", negated) for q, ctype, negated in terms]
+            tiny = rng.random(rows) < 0.1
+            for used in every:
                 out = np.empty((rows, N), dtype=np.complex128)
                 out.real = np.where(rng.random((rows, N)) < 0.7, rng.choice([0.0, -0.0], (rows, N)), 2.5)
                 out.real[rng.random((rows, N)) < 0.05] = np.nan
                 out.imag = 7.0
-                tiny = rng.random(rows) < 0.1
                 want = out.copy()
-                numpy_backend.zero_signs(want.real, tiny, used, N, sign)
-                described = []
-                for offset, v, sine, negated in used + used[:1] * (2 - len(used)):
-                    start, ld, stride = _layout(v, base)
-                    described.append([start, v.shape[1], offset, ld, stride, int(sine), int(negated)])
-                whole = out.view(np.float64)
-                start, ld, stride = _layout(out.real, whole)
-                got = _run(host, tmp_path, "zero", [N, sign, rows, N, len(used), base.size, start, ld, stride,
-                                                    whole.size],
-                           base, whole, tiny.astype(np.int64), np.array(described, dtype=np.int64))
-                got = got.view(np.complex128).reshape(rows, N)
-                assert np.array_equal(np.isnan(got), np.isnan(want))
-                same = np.isnan(want) | (got.view(np.int64) == want.view(np.int64)).reshape(rows, N, 2).all(axis=2)
-                assert same.all(), (kind, sign, terms)
+                numpy_backend.zero_signs([want.real], tiny, [used], N, sign)
+                got = _zero_signs_on_host(host, tmp_path, N, sign, rows, base, out, tiny, used)
+                assert _same(got, want), (kind, sign, used)
+            if len(every) == 2:
+                out = (np.where(rng.random((rows, N)) < 0.7, rng.choice([0.0, -0.0], (rows, N)), 2.5)
+                       + 1j * np.where(rng.random((rows, N)) < 0.7, rng.choice([0.0, -0.0], (rows, N)), -1.0))
+                want = out.copy()
+                numpy_backend.zero_signs([want.real, want.imag], tiny, every, N, sign)
+                got = _zero_signs_on_host(host, tmp_path, N, sign, rows, base, out, tiny, every[0], every[1])
+                assert _same(got, want), (kind, sign, "both parts")
 
 
 @pytest.mark.parametrize("rows, length", [(1, 3000), (7, 5), (40, 24)])

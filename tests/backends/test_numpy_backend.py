@@ -135,7 +135,7 @@ def test_zero_signs_shortcuts_agree_with_the_terms(rng, N):
                 part = np.where(rng.random((rows, N)) < 0.8, rng.choice([0.0, -0.0], (rows, N)), 3.0)
                 tiny = rng.random(rows) < 0.1
                 got = part.copy()
-                numpy_backend.zero_signs(got, tiny, used, N, sign)
+                numpy_backend.zero_signs([got], tiny, [used], N, sign)
                 r, k = np.nonzero((part == 0) & ~tiny[:, None])
                 want = part.copy()
                 want[r, k] = np.where(numpy_backend.zero_terms_negative(used, r, k, N, sign), -0.0, 0.0)

@@ -179,6 +179,35 @@ def test_twiddle_remainders():
             assert abs(exact - (mpmath.mpc(hi[j]) + mpmath.mpc(lo[j]))) < mpmath.mpf(2) ** -104
 
 
+@pytest.mark.parametrize("N, div", [(360, -360), (1024, 1), (1024, 1024), (97, 1), (48, -48)])
+def test_product_roots(N, div):
+    """The products' constants (plans.product_roots): hi the correctly rounded root, lo on
+    the grid 2**(e - 104) (2**e <= the largest part < 2**(e + 1)), and hi + lo within
+    2**-104 of the largest part of the root (mpmath at 300 bits, every j); conjugate roots
+    stay conjugate, exact roots (1, -1, +-i; div 1) keep lo = 0; and 1024 points' columns
+    span at most 106 bits (where twiddles' remainders reach 119)."""
+    from ozaki.fft import plans
+    hi, lo = plans.product_roots(N, 1, div)
+    assert np.array_equal(hi, twiddles.root_parts(N, 1, div)[0])
+    top = max(np.abs(hi.real).max(), np.abs(hi.imag).max())
+    grid = 2.0 ** (np.frexp(top)[1] - 1 - plans.PRODUCT_ROOT_BITS)
+    assert np.all(np.mod(lo.real, grid) == 0) and np.all(np.mod(lo.imag, grid) == 0)
+    assert np.array_equal(lo[1:], np.conj(lo[1:][::-1]))                 # w^(N-j) = conj(w^j)
+    with mpmath.workprec(300):
+        scale = 1 / mpmath.sqrt(-div) if div < 0 else mpmath.mpf(1) / div
+        bound = mpmath.mpf(top) * mpmath.mpf(2) ** -104
+        for j in range(N):
+            exact = mpmath.expjpi(2 * mpmath.mpf(j) / N) * scale
+            err = exact - (mpmath.mpc(hi[j]) + mpmath.mpc(lo[j]))
+            assert max(abs(err.real), abs(err.imag)) < bound, j
+            if (4 * j) % N == 0 and div == 1:
+                assert lo[j] == 0, j
+    if N == 1024:                       # every part a multiple of the grid: columns span <= 106 bits
+        assert np.all(np.mod(hi.real, grid) == 0) and np.all(np.mod(hi.imag, grid) == 0)
+        assert np.frexp(top)[1] - np.log2(grid) <= 106
+        assert np.mod(twiddles.root_parts(N, 1, div)[1].real, grid).any()   # twiddles' lo are not
+
+
 def test_rounded_constants_path(rng):
     x = rng.standard_normal(512) + 0j
     assert np.allclose(of.fft(x, mode="accurate"), np.fft.fft(x), rtol=1e-12, atol=1e-11)

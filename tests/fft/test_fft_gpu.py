@@ -88,13 +88,14 @@ def test_zero_signs_same_bits_as_cpu(rng):
 
 
 @pytest.mark.parametrize("N", [1, 2, 7, 24, 25, 4096])
-def test_zero_signs_kernel_matches_numpy(rng, N):
+def test_zero_signs_kernel_matches_numpy(rng, monkeypatch, N):
     """The GPU's zero_signs (kernels/zero_terms.cu, a thread per entry scanning the terms)
     against numpy's term-by-term rule on every zero entry and against numpy's zero_signs
     (witnesses and closed form first), in place on the real part of a complex output (a
     strided view), on the FFT's terms of each kind as the specials read them (strided
     views): rows of -0, rows of +0, zero rows of random signs, lone nonzero entries,
-    sign +-1; tiny rows, nonzero and NaN outputs left alone."""
+    sign +-1; tiny rows, nonzero and NaN outputs left alone.  Then both parts of a complex
+    output at once, in one launch, as numpy_backend's zero_signs of the two parts."""
     cupy = pytest.importorskip("cupy")
     from ozaki.backends import cupy_backend, numpy_backend
     from ozaki.fft import specials
@@ -117,12 +118,34 @@ def test_zero_signs_kernel_matches_numpy(rng, N):
                 r, k = np.nonzero((want.real == 0) & ~tiny[:, None])
                 want.real[r, k] = np.where(numpy_backend.zero_terms_negative(cpu_terms, r, k, N, sign), -0.0, 0.0)
                 cpu = out.copy()
-                numpy_backend.zero_signs(cpu.real, tiny, cpu_terms, N, sign)
+                numpy_backend.zero_signs([cpu.real], tiny, [cpu_terms], N, sign)
                 _same_bits(cupy.asarray(want), cpu)
                 gpu = cupy.asarray(out)
-                cupy_backend.zero_signs(gpu.real, cupy.asarray(tiny), gpu_terms, N, sign)
+                cupy_backend.zero_signs([gpu.real], cupy.asarray(tiny), [gpu_terms], N, sign)
                 _same_bits(gpu, want)
                 assert not (np.signbit(want.real) != np.signbit(out.real))[tiny].any()
+        if kind != "c2r":
+            # both output parts in one launch (.real and .imag side by side), each by its terms
+            terms = [[(on_gpu[q][0], on_gpu[q][1], ctype == "s", negated) for q, ctype, negated in ts]
+                     for ts in specials._TERMS[kind]]
+            cpu_terms = [[(views[q][0], views[q][1], ctype == "s", negated) for q, ctype, negated in ts]
+                         for ts in specials._TERMS[kind]]
+            out = np.where(rng.random((rows, N)) < 0.7, 0.0, 2.5) + 1j * np.where(rng.random((rows, N)) < 0.7,
+                                                                                   -0.0, np.nan)
+            out.imag[rng.random((rows, N)) < 0.3] = 0.0
+            cpu = out.copy()
+            numpy_backend.zero_signs([cpu.real, cpu.imag], tiny, cpu_terms, N, -1)
+            gpu = cupy.asarray(out)
+            launches, real_kernel = [], cupy_backend._kernel
+
+            def counted(*args):
+                kern = real_kernel(*args)
+                return lambda *launch: launches.append(1) or kern(*launch)
+            monkeypatch.setattr(cupy_backend, "_kernel", counted)
+            cupy_backend.zero_signs([gpu.real, gpu.imag], cupy.asarray(tiny), terms, N, -1)
+            monkeypatch.undo()
+            assert len(launches) == 1
+            _same_bits(gpu, cpu)
         # the -0 rows' output 0 (the last terms': c2c's Im, xi cos 0; c2r's xr cos 0) is -0
         assert kind == "r2c" or np.signbit(want.real[:10, 0]).all()
 
