@@ -39,6 +39,22 @@ def residue_rows(rng, rows=37, k=203):
     return x, beta
 
 
+def bit_range_rows(rng, shape):
+    """Rows for exact mode's per-row bit ranges (row_bits): the whole exponent range,
+    subnormals, signed zeros, NaN and inf; with entries, row 0 all zeros and row 1 (mod the
+    rows) all NaN (no nonzero / nothing finite)."""
+    x = rng.standard_normal(shape) * np.exp2(rng.integers(-1100, 1000, shape))
+    sub = rng.random(shape) < 0.1
+    x[sub] = 5e-324 * rng.integers(1, 1 << 20, shape)[sub]
+    x[rng.random(shape) < 0.1] = -0.0
+    x[rng.random(shape) < 0.05] = np.inf
+    x[rng.random(shape) < 0.05] = np.nan
+    if shape[1]:
+        x[0] = 0.0
+        x[1 % shape[0]] = np.nan
+    return x
+
+
 def subnormal_heavy(rng, shape):
     x = rng.standard_normal(shape) * 2.0 ** -1060
     x[rng.random(shape) < 0.3] = rng.standard_normal() * 2.0 ** -1022
