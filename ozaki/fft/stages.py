@@ -159,7 +159,10 @@ def real_c2c(x, N, sign, div, opts):
     same rounding (zero parts get their signs from specials.finish, as every zero part)."""
     xp = xp_of(x)
     half = direct_r2c(xp.ascontiguousarray(x.real), N, sign, div, opts)
-    return xp.concatenate([half, xp.conj(half[:, 1:(N + 1) // 2][:, ::-1])], axis=1)
+    out = xp.empty((x.shape[0], N), dtype=xp.complex128)
+    out[:, :half.shape[1]] = half
+    xp.conjugate(half[:, 1:(N + 1) // 2][:, ::-1], out=out[:, half.shape[1]:])     # no temporary
+    return out
 
 
 def direct_r2c(x, N, sign, div, opts):
