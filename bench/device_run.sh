@@ -137,7 +137,7 @@
 #             tests of 65b409d/fd98691, issue 16's table, fftn 1024^3's kernels, accurate mode's FFT
 #   s16d      a complex operand's residues in one pass (residues.cu PARTS 2), the zero signs of both output
 #             parts in one launch, the FFT's constants on a 2**-104 grid (25 moduli at 1024 points): their
-#             GPU tests and the unrun ones of s16c, issue 16's table, fftn 1024^3's kernels, the epilogue's VEC at 25
+#             GPU tests and the unrun ones of s16c, issue 16's table, fftn 512^3's kernels, the epilogue's VEC at 25
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
@@ -424,16 +424,15 @@ elif [ "$profile" = s16c ]; then
         --out "$W/fft_accurate.json"
     stage kernels_fftn_1024 50 python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4
 elif [ "$profile" = s16d ]; then
-    gpu_tests gpu_changed 180 tests/backends/test_cupy_backend.py tests/fft/test_fft_gpu.py \
+    gpu_tests gpu_changed 160 tests/backends/test_cupy_backend.py tests/fft/test_fft_gpu.py \
         tests/backends/test_prepared_gpu.py -k "residues_of_parts or (zero_signs and not 4096) or row_specials \
         or row_bits or complex_same_bits or complex_stacks or pair_gpu or same_bits_as_cpu or axes_by_blocks"
-    stage fft 80 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+    stage fft 70 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
         --sizes 65536 1048576 16777216 --repeats 3 --out "$W/fft.json"
-    stage fft_1024 55 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
-    stage kernels_fftn_1024 50 python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4
+    stage fft_1024 50 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
     # the complex epilogue at 25 moduli: VEC 1 (the table's, 96 registers) against VEC 2 (166)
-    stage kernels_fftn_512 30 python3 -m bench.kernel_times fftn 512 --top 6
-    stage kernels_fftn_512_vec2 30 env OZAKI_EPILOGUE_VEC=2 python3 -m bench.kernel_times fftn 512 --top 6
+    stage kernels_fftn_512 25 python3 -m bench.kernel_times fftn 512 --top 16
+    stage kernels_fftn_512_vec2 25 env OZAKI_EPILOGUE_VEC=2 python3 -m bench.kernel_times fftn 512 --top 6
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
