@@ -424,6 +424,7 @@ elif [ "$profile" = s16c ]; then
         --out "$W/fft_accurate.json"
     stage kernels_fftn_1024 50 python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4
 elif [ "$profile" = s16d ]; then
+    export OZAKI_NEW_KERNELS=all        # residue_parts and zero_signs_parts: off by default until this run
     gpu_tests gpu_changed 160 tests/backends/test_cupy_backend.py tests/fft/test_fft_gpu.py \
         tests/backends/test_prepared_gpu.py -k "residues_of_parts or (zero_signs and not 4096) or row_specials \
         or row_bits or complex_same_bits or complex_stacks or pair_gpu or same_bits_as_cpu or axes_by_blocks"

@@ -253,7 +253,7 @@ def residues_of_parts(parts, beta, width, m, nearest=False):
     same distance apart (operand_rows' halves of [Re | Im] rows) in one pass of residues.cu
     (PARTS 2: both parts' residues and their sums' from one read of the rows); else a pass
     a part and add_residues."""
-    if len(parts) == 2:
+    if len(parts) == 2 and _new_kernel("residue_parts"):
         (re, ld), (im, ld_im) = _residue_rows(parts[0]), _residue_rows(parts[1])
         if re.shape == im.shape and ld == ld_im:
             return list(_launch_residues(re, im, ld, beta, width, m, nearest, 2))
@@ -340,7 +340,14 @@ def flags_found(flags_a, flags_b, host=True):
 # keeping it as a 32-bit ceiling-and-exponent word in registers until the row's maximum
 # was known (64 values a thread, 125 registers, 2 blocks an SM): 4.73 against 3.04 ms
 # for the two scans at 16384, as the capped grid: too few loads in flight.
-NEW_KERNELS = ("epilogue_vec", "fp8_digits")
+# Built 2026-12-06 (session 16), host-checked (tests/backends/test_residues_host.py,
+# test_fft_kernels_host.py), off until a device run passes their GPU tests:
+#   residue_parts     a complex operand's parts and Karatsuba's sums in one residues.cu pass
+#                     (PARTS 2), for two residue passes and add_residues (60 of fftn
+#                     1024^3's 1090 ms, H100, run 6cbae98)
+#   zero_signs_parts  the zero signs of a complex result's two parts in one launch (41 ms
+#                     there for a launch a part)
+NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits")
 
 
@@ -1259,7 +1266,8 @@ def zero_signs(parts, tiny, terms, N, sign):
     kern = _kernel("zero_terms.cu", "zero_signs", (), _device())
     tiny = cupy.ascontiguousarray(tiny, dtype=cupy.bool_)
     second = 0
-    if len(parts) == 2 and parts[1].shape == parts[0].shape and parts[1].strides == parts[0].strides:
+    if (len(parts) == 2 and parts[1].shape == parts[0].shape and parts[1].strides == parts[0].strides
+            and _new_kernel("zero_signs_parts")):
         second = (parts[1].data.ptr - parts[0].data.ptr) // 8
     if second:
         pieces = [(parts[0], second, described(terms[0]) + described(terms[1]))]

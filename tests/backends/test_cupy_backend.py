@@ -259,6 +259,7 @@ def test_residues_of_parts_kernel(rng, monkeypatch, m, width, nearest):
     and add_residues, with the same bits."""
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", "residue_parts")
     re, beta = inputs.residue_rows(rng)
     im = inputs.residue_rows(rng)[0][::-1]
     rows, k = re.shape

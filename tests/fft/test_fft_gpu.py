@@ -142,9 +142,15 @@ def test_zero_signs_kernel_matches_numpy(rng, monkeypatch, N):
                 kern = real_kernel(*args)
                 return lambda *launch: launches.append(1) or kern(*launch)
             monkeypatch.setattr(cupy_backend, "_kernel", counted)
+            monkeypatch.setenv("OZAKI_NEW_KERNELS", "zero_signs_parts")
             cupy_backend.zero_signs([gpu.real, gpu.imag], cupy.asarray(tiny), terms, N, -1)
             monkeypatch.undo()
             assert len(launches) == 1
+            _same_bits(gpu, cpu)
+            gpu = cupy.asarray(out)                          # the same bits a launch a part
+            monkeypatch.setenv("OZAKI_NEW_KERNELS", "none")
+            cupy_backend.zero_signs([gpu.real, gpu.imag], cupy.asarray(tiny), terms, N, -1)
+            monkeypatch.undo()
             _same_bits(gpu, cpu)
         # the -0 rows' output 0 (the last terms': c2c's Im, xi cos 0; c2r's xr cos 0) is -0
         assert kind == "r2c" or np.signbit(want.real[:10, 0]).all()
