@@ -425,15 +425,15 @@ elif [ "$profile" = s16c ]; then
     stage kernels_fftn_1024 50 python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4
 elif [ "$profile" = s16d ]; then
     export OZAKI_NEW_KERNELS=all        # residue_parts and zero_signs_parts: off by default until this run
-    gpu_tests gpu_changed 160 tests/backends/test_cupy_backend.py tests/fft/test_fft_gpu.py \
+    gpu_tests gpu_changed 150 tests/backends/test_cupy_backend.py tests/fft/test_fft_gpu.py \
         tests/backends/test_prepared_gpu.py -k "residues_of_parts or (zero_signs and not 4096) or row_specials \
         or row_bits or complex_same_bits or complex_stacks or pair_gpu or same_bits_as_cpu or axes_by_blocks"
-    stage fft 70 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+    stage fft 60 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
         --sizes 65536 1048576 16777216 --repeats 3 --out "$W/fft.json"
-    stage fft_1024 50 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
     # the complex epilogue at 25 moduli: VEC 1 (the table's, 96 registers) against VEC 2 (166)
     stage kernels_fftn_512 25 python3 -m bench.kernel_times fftn 512 --top 16
     stage kernels_fftn_512_vec2 25 env OZAKI_EPILOGUE_VEC=2 python3 -m bench.kernel_times fftn 512 --top 6
+    stage fft_1024 50 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
