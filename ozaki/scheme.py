@@ -1115,7 +1115,8 @@ def prepare(X, side, mode, num_moduli, backend, dtype=None):
 def prepare_pair(X, low, side, num_moduli, backend):
     """The (batch, r, c) stacks X and low made ready as one exact-mode operand whose
     entries are the exact sums X + low (ozaki.fft's constants: correctly rounded roots of
-    unity beside their rounded remainders).  Products with it are the correctly rounded
+    unity beside their remainders, rounded to a grid: fft.plans.product_roots).  Products
+    with it are the correctly rounded
     exact products with X + low, as [x, x] @ [X; low] is, on an inner dimension half as
     long: its residues are X's and low's added mod p, under one slice wide enough for
     every row (a narrower slicing of the sums would carry between slices).

@@ -248,16 +248,22 @@ def residues(x, beta, width, m, nearest=False):
     return _launch_residues(x, x, ld, beta, width, m, nearest, 1)[0]
 
 
+# residues.cu PARTS 2 holds PARTS 1's registers and spills (ptxas, CUDA 13.0, sm_90a) up
+# to 42 moduli; from 44 on it spills ten times the bytes (436 against 44 loads).
+RESIDUE_PARTS_MAX_MODULI = 42
+
+
 def residues_of_parts(parts, beta, width, m, nearest=False):
     """As numpy_backend.residues_of_parts.  A complex operand's two parts whose rows lie the
     same distance apart (operand_rows' halves of [Re | Im] rows) in one pass of residues.cu
-    (PARTS 2: both parts' residues and their sums' from one read of the rows); else a pass
-    a part and add_residues."""
-    if len(parts) == 2 and _new_kernel("residue_parts"):
-        (re, ld), (im, ld_im) = _residue_rows(parts[0]), _residue_rows(parts[1])
+    (PARTS 2: both parts' residues and their sums' from one read of the rows), up to
+    RESIDUE_PARTS_MAX_MODULI; else a pass a part and add_residues."""
+    rows = [_residue_rows(x) for x in parts]
+    if len(parts) == 2 and m <= RESIDUE_PARTS_MAX_MODULI and _new_kernel("residue_parts"):
+        (re, ld), (im, ld_im) = rows
         if re.shape == im.shape and ld == ld_im:
             return list(_launch_residues(re, im, ld, beta, width, m, nearest, 2))
-    rs = [residues(x, beta, width, m, nearest) for x in parts]
+    rs = [_launch_residues(x, x, ld, beta, width, m, nearest, 1)[0] for x, ld in rows]
     if len(parts) == 2:
         rs.append(add_residues(rs[0], rs[1], m))
     return rs
@@ -340,15 +346,16 @@ def flags_found(flags_a, flags_b, host=True):
 # keeping it as a 32-bit ceiling-and-exponent word in registers until the row's maximum
 # was known (64 values a thread, 125 registers, 2 blocks an SM): 4.73 against 3.04 ms
 # for the two scans at 16384, as the capped grid: too few loads in flight.
-# Built 2026-12-06 (session 16), host-checked (tests/backends/test_residues_host.py,
-# test_fft_kernels_host.py), off until a device run passes their GPU tests:
+# Run 2026-12-06 (H200, bench/results/2026-12-06-90ad4e5-h200: their GPU tests 55 passed):
 #   residue_parts     a complex operand's parts and Karatsuba's sums in one residues.cu pass
 #                     (PARTS 2), for two residue passes and add_residues (60 of fftn
 #                     1024^3's 1090 ms, H100, run 6cbae98)
 #   zero_signs_parts  the zero signs of a complex result's two parts in one launch (41 ms
-#                     there for a launch a part)
+#                     there in a launch a part; fftn 512^3's 2.4 ms in 6 launches after)
+# with the FFT's 25 moduli (plans.product_roots): fftn 1024^3 1103.4 -> 935.6 ms on the
+# H200 (a58be93 -> 90ad4e5), 512^3 115.4 -> 101.0, 2^16 6.63 -> 3.95.
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts")
-NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits")
+NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts")
 
 
 def _new_kernel(name):
@@ -770,6 +777,8 @@ _PROD_T = {np.dtype(np.int8): "signed char", np.dtype(np.int32): "int", np.dtype
 # at 14 moduli take 404 SASS instructions an output against 728 for one (96 registers),
 # 474 against 832 at 16 (124); two complex 1088 against 1328 at 16 moduli (128 registers);
 # beyond, the registers pass 128 (ptxas, CUDA 13.0, sm_90a).  OZAKI_EPILOGUE_VEC=1 turns it off.
+# Complex at 25 moduli (the FFT's exact products): VEC 2 takes 166 registers against 96 and
+# made fftn 512^3's epilogue 35.5 ms against 28.2 (H200, run 90ad4e5): VEC 1 past 16.
 EPILOGUE_VEC = {False: ((22, 4), (32, 2)), True: ((16, 2),)}
 
 
@@ -1267,8 +1276,11 @@ def zero_signs(parts, tiny, terms, N, sign):
     tiny = cupy.ascontiguousarray(tiny, dtype=cupy.bool_)
     second = 0
     if (len(parts) == 2 and parts[1].shape == parts[0].shape and parts[1].strides == parts[0].strides
-            and _new_kernel("zero_signs_parts")):
+            and all(st % 16 == 0 for st in parts[0].strides) and _new_kernel("zero_signs_parts")):
+        # one launch only for the interleaved halves of one complex array (entries 16 bytes
+        # apart, the second part 8 bytes on): other pairs could overlap, a launch each
         second = (parts[1].data.ptr - parts[0].data.ptr) // 8
+        second = second if abs(second) == 1 else 0
     if second:
         pieces = [(parts[0], second, described(terms[0]) + described(terms[1]))]
     else:

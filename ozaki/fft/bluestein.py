@@ -134,7 +134,7 @@ def _dd_times(xp, ah, al, bh, bl):
 def _dft_shared(n, sign):
     """An n-point DFT shared by rows, as the exact pairs ([F_hi; F_hi / LIFT], [F_lo; 0]) and
     the same with -I (and 0) appended (_shared)."""
-    hi, lo = plans.product_roots(n, sign, 1)
+    hi, lo = twiddles.root_parts(n, sign)
     idx = np.outer(np.arange(n), np.arange(n)) % n
     F = np.concatenate([hi[idx], hi[idx] / LIFT], axis=0)               # symmetric: rows n, columns k
     F_lo = np.concatenate([lo[idx], np.zeros((n, n), dtype=np.complex128)], axis=0)
@@ -148,7 +148,7 @@ def _host_constants(N, sign, div):
     M = plans.bluestein_length(N)
     M1, M2 = plans.factor(M)
     C = {}
-    hi, lo = plans.product_roots(M1, -1, 1)
+    hi, lo = twiddles.root_parts(M1, -1)
     idx = np.outer(np.arange(M1), np.arange(M1)) % M1
     F1h, F1l = hi[idx], lo[idx]
     C["F1"] = {}

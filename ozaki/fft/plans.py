@@ -286,7 +286,9 @@ def clear_cache():
 # terms); and a column's integers span about 105 bits instead of up to 119 (lo of a small
 # part, sin 2 pi / N, reaches 2**-113): exact mode's direct products of 512 and 1024
 # points take 25 moduli instead of 26 and 27 (the GEMMs, residues and epilogue scale with
-# them).  The twiddles between the stages (error-free products) keep their exact lo.
+# them).  The twiddles between the stages (error-free products) keep their exact lo, and so
+# do Bluestein's DFT matrices (bluestein.py: eight products and the kernel's spectrum
+# between them, whose margin is not argued here; their columns' span is set by F / LIFT).
 PRODUCT_ROOT_BITS = 104
 
 

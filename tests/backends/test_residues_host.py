@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
 """
 
 
-# (moduli, WIDE_DIGITS, PARTS): 27 wide is exact mode's count for the FFT's direct products
+# (moduli, WIDE_DIGITS, PARTS): 27 wide, the FFT's exact direct products of 1024 points before
+# their constants came on a grid (plans.product_roots: 24-25 since)
 CONFIGS = [(7, 0, 1), (16, 0, 1), (16, 1, 1), (22, 1, 1), (49, 1, 1), (16, 0, 2), (27, 1, 2)]
 
 

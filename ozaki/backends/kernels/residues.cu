@@ -7,15 +7,16 @@
 // symmetric range [-floor(p/2), ceil(p/2) - 1].
 //
 // x holds ``rows`` rows of k contiguous entries, row r at x + r * ld: ``ld`` is
-// cupy_backend.residues' x.strides[0] / 8, any signed value, not only >= k: 2 k for a
+// cupy_backend._residue_rows' x.strides[0] / 8, any signed value, not only >= k: 2 k for a
 // complex operand's parts (the halves of its [Re | Im] rows, read in place), negative
 // for reversed rows (x[::-1]; x points at the first row read), zero for a broadcast
 // row; k for a single row.  Rows may overlap: they are only read.  out has shape
-// (NMOD, rows, kpad), row-major; columns k..kpad-1 are zero so that the int8 GEMMs
-// can run on a padded inner dimension.  Each thread does
-// eight consecutive columns of one row and writes their eight bytes per modulus
-// (in two four-byte halves on the five-piece path): one read of x, one write of
-// every residue, nothing else.
+// (NMOD, rows, kpad), row-major (PARTS 2: three such stacks, see PARTS); columns
+// k..kpad-1 are zero so that the int8 GEMMs can run on a padded inner dimension.  Each
+// thread does eight consecutive columns of one row (PARTS 2: four of each part) and writes
+// their eight bytes per modulus (in two four-byte halves on the five-piece path): one read
+// of x, one write of every residue (PARTS 2 and five pieces: the real half's bytes read
+// back by the thread that wrote them).
 //
 // Compile-time: NMOD and the constant tables MOD_P, MOD_INV and MOD_ROW (p, 1/p,
 // 2**(26 j) mod p for j = 1..4) from cupy_backend._constant_tables; the modular
@@ -25,8 +26,8 @@
 #define PER_THREAD 8
 // WIDE_DIGITS (cupy_backend._wide_digits: from 21 moduli, or a CRT bound wide for k,
 // or slices wider than 2**77): digits up to 2**129 by five pieces instead of the
-// two-step path.  Without it the kernel keeps the three-piece path's 72 registers (the
-// wide build: 80, under its launch bounds below).
+// two-step path.  Without it the kernel keeps the three-piece path's 72 registers (PARTS 2:
+// 80; the wide build: 80, under its launch bounds below).
 #ifndef WIDE_DIGITS
 #define WIDE_DIGITS 0
 #endif
@@ -119,17 +120,10 @@ __device__ __forceinline__ double residue_of_pieces(const double (&v)[NP], const
     return fma(-t, c[0], x);
 }
 
-// The residues of digits J0 .. J0 + CH - 1 of a thread's PER_THREAD (each below
-// 2**(26 NP)) into dst, a plane apart per modulus: a CH-byte store per modulus.
 template <int CH> struct Bytes;
 template <> struct Bytes<8> { typedef uint2 type; };
 template <> struct Bytes<4> { typedef unsigned int type; };
 
-// ``rows``: the moduli's constants (MOD_ROW's rows): the constant table itself for three
-// pieces, whose unrolled loop reads them as instruction operands; a copy in shared
-// memory for five, whose loop over the moduli reads them at a run-time index (from the
-// constant bank instead: no faster, 18.3 against 18.1 ms at n = 16384, runs 8447b65 and
-// d7e9515).
 // (x + y) mod p in the symmetric range, x and y in it (add_residues' and PARTS' sums).
 __device__ __forceinline__ signed char add_mod(int a, int b, int p, int h) {
     int v = a + b;
@@ -177,6 +171,13 @@ __device__ __forceinline__ void put(signed char* dst, long long plane, int i, co
 #endif
 }
 
+// The residues of digits J0 .. J0 + CH - 1 of a thread's PER_THREAD (each below
+// 2**(26 NP)) into dst, a plane apart per modulus: a CH-byte store per modulus (put).
+// ``rows``: the moduli's constants (MOD_ROW's rows): the constant table itself for three
+// pieces, whose unrolled loop reads them as instruction operands; a copy in shared
+// memory for five, whose loop over the moduli reads them at a run-time index (from the
+// constant bank instead: no faster, 18.3 against 18.1 ms at n = 16384, runs 8447b65 and
+// d7e9515).
 template <int NP, int CH, int J0>
 __device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)[PER_THREAD],
                                                    const int (&s)[PER_THREAD], const bool (&neg)[PER_THREAD],
