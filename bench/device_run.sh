@@ -138,11 +138,13 @@
 #   s16d      a complex operand's residues in one pass (residues.cu PARTS 2), the zero signs of both output
 #             parts in one launch, the FFT's constants on a 2**-104 grid (25 moduli at 1024 points): their
 #             GPU tests and the unrun ones of s16c, issue 16's table, fftn 512^3's kernels, the epilogue's VEC at 25
+#   s17a      what s16d left unmeasured: ZGEMM with residue_parts on and off, fftn 1024^3's kernels
+#             at 25 moduli, the GPU tests of cupy_backend and fft not run since (by file, timed)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -434,6 +436,16 @@ elif [ "$profile" = s16d ]; then
     stage kernels_fftn_512 25 python3 -m bench.kernel_times fftn 512 --top 16
     stage kernels_fftn_512_vec2 25 env OZAKI_EPILOGUE_VEC=2 python3 -m bench.kernel_times fftn 512 --top 6
     stage fft_1024 50 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
+elif [ "$profile" = s17a ]; then
+    gpu_tests gpu_backend 170 tests/backends/test_cupy_backend.py tests/backends/test_prepared_gpu.py \
+        tests/backends/test_fused.py
+    gpu_tests gpu_fft 120 tests/fft/test_fft_gpu.py
+    stage zgemm 60 python3 -m bench.gemm --sizes 4096 8192 --families complex --no-emulated --samples 12 \
+        --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/zgemm.json"
+    stage zgemm_parts_off 45 env OZAKI_NEW_KERNELS=epilogue_vec,fp8_digits,zero_signs_parts python3 -m bench.gemm \
+        --sizes 8192 --families complex --no-emulated --samples 12 --repeats 5 --modes accurate \
+        --out "$W/zgemm_parts_off.json"
+    stage kernels_fftn_1024 50 python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -457,7 +469,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ 
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c s16a s16b s16c s16d " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c s16a s16b s16c s16d s17a " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then
