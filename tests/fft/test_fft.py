@@ -208,6 +208,25 @@ def test_product_roots(N, div):
         assert np.mod(twiddles.root_parts(N, 1, div)[1].real, grid).any()   # twiddles' lo are not
 
 
+@settings(max_examples=60, deadline=None)
+@given(N=st.integers(1, 5000), sign=st.sampled_from([-1, 1]), norm=st.sampled_from(["backward", "ortho", "forward"]))
+def test_product_roots_property(N, sign, norm):
+    """For any length, sign and scale: hi is twiddles' hi, lo is twiddles' remainder moved by
+    at most half the grid onto it (exact rationals), and conjugate roots stay conjugate."""
+    from fractions import Fraction
+    from ozaki.fft import plans
+    div = {"backward": 1, "ortho": -N, "forward": N}[norm]
+    hi, lo = plans.product_roots(N, sign, div)
+    hi0, lo0 = twiddles.root_parts(N, sign, div)
+    assert np.array_equal(hi, hi0)
+    top = max(np.abs(hi.real).max(), np.abs(hi.imag).max())
+    grid = 2.0 ** (np.frexp(top)[1] - 1 - plans.PRODUCT_ROOT_BITS)
+    for got, was in ((lo.real, lo0.real), (lo.imag, lo0.imag)):
+        assert np.all(np.mod(got, grid) == 0)
+        assert max(abs(Fraction(g) - Fraction(w)) for g, w in zip(got, was)) <= Fraction(grid) / 2
+    assert np.array_equal(lo[1:], np.conj(lo[1:][::-1]))
+
+
 def test_rounded_constants_path(rng):
     x = rng.standard_normal(512) + 0j
     assert np.allclose(of.fft(x, mode="accurate"), np.fft.fft(x), rtol=1e-12, atol=1e-11)
