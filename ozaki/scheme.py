@@ -1116,10 +1116,10 @@ def prepare_pair(X, low, side, num_moduli, backend):
     """The (batch, r, c) stacks X and low made ready as one exact-mode operand whose
     entries are the exact sums X + low (ozaki.fft's constants: correctly rounded roots of
     unity beside their remainders, rounded to a grid: fft.plans.product_roots).  Products
-    with it are the correctly rounded
-    exact products with X + low, as [x, x] @ [X; low] is, on an inner dimension half as
-    long: its residues are X's and low's added mod p, under one slice wide enough for
-    every row (a narrower slicing of the sums would carry between slices).
+    with it are the correctly rounded exact products with X + low, as [x, x] @ [X; low] is,
+    on an inner dimension half as long: its residues are X's and low's added mod p, under
+    one slice wide enough for every row (a narrower slicing of the sums would carry between
+    slices).
 
     Every X + low must round to X (low at most half an ulp of X, zero where X is, finite;
     ValueError otherwise): the IEEE fix-ups (NaN, inf, the signs of zero results) read

@@ -41,9 +41,8 @@ rounding is the last one, for every length that factors into parts of at
 most 256 (a long stage 2 takes its twiddle product as an exact pair too) and
 for unfactorable lengths up to 32768 (beyond: Bluestein's rounded path).  What is dropped is
 below 2**-100 of the terms' sizes |x_n w^(kn)| (the products' constants carry each root to
-2**-104 of its size, plans.product_roots),
-so results that are exactly zero come out as zero only where the plan is one
-product.  NaN, inf and signed zeros follow IEEE
+2**-104 of its size, plans.product_roots), so results that are exactly zero come out as
+zero only where the plan is one product.  NaN, inf and signed zeros follow IEEE
 arithmetic on the exact sums (specials.py).
 """
 
