@@ -140,11 +140,14 @@
 #             GPU tests and the unrun ones of s16c, issue 16's table, fftn 512^3's kernels, the epilogue's VEC at 25
 #   s17a      what s16d left unmeasured: ZGEMM with residue_parts on and off, fftn 1024^3's kernels
 #             at 25 moduli, the GPU tests of cupy_backend and fft not run since (by file, timed)
+#   s17b      the quarter turns (scheme._quarter_product: direct DFT products as four quarter-size
+#             products on butterflied residues): their GPU tests, issue 16's table with them and without
+#             (OZAKI_QUARTER_MIN past every length), fftn 1024^3 and its kernels
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -446,6 +449,14 @@ elif [ "$profile" = s17a ]; then
         --sizes 8192 --families complex --no-emulated --samples 12 --repeats 5 --modes accurate \
         --out "$W/zgemm_parts_off.json"
     stage kernels_fftn_1024 50 python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4
+elif [ "$profile" = s17b ]; then
+    gpu_tests gpu_quarter 170 tests/fft/test_fft_gpu.py -k "butterfly4 or quarter or same_bits_as_cpu or axes_by_blocks"
+    stage fft 80 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+        --sizes 65536 1048576 --repeats 3 --out "$W/fft.json"
+    stage fft_one_product 60 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 256 512 \
+        --batches 4096x1024 --sizes --repeats 3 --out "$W/fft_one_product.json"
+    stage fft_1024 60 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
+    stage kernels_fftn_1024 50 python3 -m bench.kernel_times fftn 1024 --top 24
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -469,7 +480,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ 
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c s16a s16b s16c s16d s17a " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c s16a s16b s16c s16d s17a s17b " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then

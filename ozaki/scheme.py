@@ -47,6 +47,7 @@ the GPU backend also ``fused_product`` (gemm and epilogue in one kernel) and
 
 import contextlib
 import functools
+import os
 import threading
 from dataclasses import dataclass
 
@@ -403,25 +404,27 @@ PRODUCT_BYTES = {False: 12, True: 40}
 RESIDUE_PRODUCT_BYTES = {False: 1, True: 3}     # path "cutlass": the int8 residues
 
 
-def blocks(m, n, k, plan, workspace, complex_=False, path="cublas"):
+def blocks(m, n, k, plan, workspace, complex_=False, path="cublas", whole_columns=False):
     """Row and column block sizes whose residues and products fit ``workspace`` bytes.
 
     Per column of B: its residues (slices_b * moduli * k bytes); per row of A:
     its residues, plus the GEMM products (PRODUCT_BYTES; RESIDUE_PRODUCT_BYTES on
     path "cutlass"; none when "fused": they stay on chip) and the output of its
     row of the block.  Columns take
-    at most half the budget; rows the rest.
+    at most half the budget; rows the rest.  ``whole_columns``: every column in one block
+    (B's residues kept by a Prepared, not made per block), rows taking what they leave, or
+    half the budget.
     ``k`` counts every residue row a part needs (complex: Re, Im and their sum).
     """
     kp = -(-k // 16) * 16
     mods = plan.num_moduli
     pairs = plan.slices_a * plan.slices_b
     per_col = plan.slices_b * mods * kp
-    nb = _aligned(n, (workspace // 2) // per_col)
+    nb = n if whole_columns else _aligned(n, (workspace // 2) // per_col)
     per_product = {"fused": 0, "cutlass": RESIDUE_PRODUCT_BYTES[complex_]}.get(path, PRODUCT_BYTES[complex_])
     product_bytes = pairs * mods * per_product
     per_row = plan.slices_a * mods * kp + nb * (product_bytes + 16)
-    mb = _aligned(m, (workspace - nb * per_col) // per_row)
+    mb = _aligned(m, max(workspace - nb * per_col, workspace // 2) // per_row)
     return mb, nb
 
 
@@ -467,11 +470,14 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
     parts = len(A_parts)
     m, k = A_parts[0].shape
     n = Bt_parts[0].shape[0]
+    quarter = quarter_turns(prepared[1], parts, batch, plan)
     if batch > 1:
         mb, nb = m, n                  # the whole stack in one block
         m, n = m // batch, n // batch
     else:
-        mb, nb = blocks(m, n, k * (3 if parts == 2 else 1), plan, workspace, parts == 2, path)
+        # a quarter-turn product holds A's residues and their butterflies at once
+        mb, nb = blocks(m, n, k * (3 if parts == 2 else 1) * (2 if quarter else 1), plan, workspace, parts == 2,
+                        path, whole_columns=quarter is not None)
     whole = (mb, nb) == (m * batch, n * batch)
     C = None if whole else _result_parts(xp, m, n, parts, out_dtype, residual)
     wa, wb = slice_widths(plan)
@@ -493,7 +499,13 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
             # a block of C is written where it lies (at 16384^2 in two row blocks, copying
             # them took 1.4 of 110 ms on the H100, run 024cda9)
             into = None if whole else [c[0, i0:i0 + mb, j0:j0 + nb] for c in C]
-            if path == "fused":
+            if quarter is not None:
+                block = _quarter_product(ra, prepared[1], quarter, shifts, plan, backend, beta_a, beta_b, substrate,
+                                         path, out_dtype, residual)
+                if not whole:
+                    for c, b in zip(into, block):
+                        c[...] = b[0]
+            elif path == "fused":
                 block = backend.fused_product(ra, rb, shifts, plan.num_moduli, beta_a, beta_b, batch, out_dtype,
                                               residual)
             else:
@@ -501,11 +513,59 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
                                                 out_dtype, path == "cutlass", residual, into)
             if whole:
                 return block
-            if path == "fused":
+            if path == "fused" and quarter is None:
                 for c, b in zip(into, block):
                     c[...] = b[0]
             del ra, block
     return C
+
+
+# Products with a DFT matrix (ozaki.fft's direct transforms) run as four products of a
+# quarter's size where the matrix has N = 4 q columns, N a multiple of QUARTER_ALIGN and
+# at least QUARTER_MIN (fewer columns: the four products' fixed costs outweigh the work).
+# (OZAKI_QUARTER_MIN=N sets it: bench/device_run.sh times the one-product path beside it.)
+QUARTER_MIN = int(os.environ.get("OZAKI_QUARTER_MIN") or 256)
+QUARTER_ALIGN = 64
+
+
+def quarter_turns(B, parts, batch, plan):
+    """The sign of B's quarter-turn symmetry (Prepared.quarter) where the product
+    A @ B may run as _quarter_product (complex, one matrix, B in one slice), else None."""
+    sign = getattr(B, "quarter", None)
+    if sign is None or parts != 2 or batch != 1 or plan.slices_b != 1:
+        return None
+    k, n = B.shape[-2:]
+    return sign if k == n and n >= QUARTER_MIN and n % QUARTER_ALIGN == 0 else None
+
+
+def quarter_columns(n):
+    """The columns of an n-column product as _quarter_product's four products take them:
+    product s, column c is column 4 c + s."""
+    return (4 * np.arange(n // 4)[None, :] + np.arange(4)[:, None]).ravel()
+
+
+def _quarter_product(ra, B, sign, shifts, plan, backend, beta_a, beta_b, substrate, path, out_dtype, residual):
+    """A @ F for a complex F with F[q r + j, 4 c + s] = (sign i)**(r s) F[j, 4 c + s]
+    (n = 4 q; the DFT matrix's quarter turns, exact for correctly rounded roots): output
+    column 4 c + s is sum_j z_s[j] F[j, 4 c + s] with z_s = sum_r (sign i)**(r s)
+    A[:, q r + j] (decimation in frequency).  The z_s are formed from A's residues mod p
+    (the backend's butterfly4: exact), so the four products G_s = F[:q, s::4] of a
+    quarter's inner length give every output's exact integer, the same as one product
+    with F, in a quarter of the int8 work: one stacked product (batch 4), one epilogue
+    writing column c of product s at 4 c + s (``interleave``).
+    ``ra``: A's residues per part (Re, Im, sums) and slice; the parts come back (1, m, n)."""
+    xp = backend.xp
+    m = ra[0][0].shape[1]
+    n = beta_b.shape[0]
+    za = [list(z) for z in zip(*(backend.butterfly4(re, im, plan.num_moduli, sign) for re, im in zip(ra[0], ra[1])))]
+    zb = B.quarter_residues(plan)
+    beta_bq = beta_b[xp.asarray(quarter_columns(n))]
+    beta_aq = xp.concatenate([beta_a] * 4)
+    if path == "fused":
+        return [interleaved(o) for o in backend.fused_product(za, zb, shifts, plan.num_moduli, beta_aq, beta_bq, 4,
+                                                               out_dtype, residual)]
+    return _products_then_epilogue(za, zb, shifts, plan, backend, 4, beta_aq, beta_bq, substrate, out_dtype,
+                                   path == "cutlass", residual, interleave=True)
 
 
 def _result_parts(xp, m, n, parts, out_dtype, residual):
@@ -523,12 +583,13 @@ def _result_parts(xp, m, n, parts, out_dtype, residual):
 
 
 def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b, substrate, out_dtype,
-                            residues=False, residual=False, out=None):
+                            residues=False, residual=False, out=None, interleave=False):
     """The unfused path: the substrate's GEMMs per slice pair (and Karatsuba part)
     into memory, then the backend's epilogue per matrix; parts (batch, m, n).
     ``residues``: the GEMMs give the products' residues mod p (``gemm_residues``),
     which the epilogue reduces to the same CRT values.  ``out`` (batch 1): the
-    (m, n) arrays the epilogue writes the parts into."""
+    (m, n) arrays the epilogue writes the parts into.  ``interleave``: the parts
+    come back (1, m, batch n), column j of matrix g at j batch + g (_quarter_product's)."""
     xp = backend.xp
 
     def product(Ra, Rbt):
@@ -543,14 +604,24 @@ def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b
     m, n = ra[0][0].shape[1] // batch, rb[0][0].shape[1] // batch
     if residues and batch > 1:         # the residues of the whole stack as one (b, batch m, n) stack: one epilogue
         outs = backend.epilogue([tuple(backend.stacked_residues(P) for P in pair) for pair in products], shifts,
-                                plan.num_moduli, beta_a, beta_b, out_dtype, residual, matrices=batch)
-        return [o.reshape(batch, m, n) for o in outs]
+                                plan.num_moduli, beta_a, beta_b, out_dtype, residual, matrices=batch,
+                                interleave=interleave)
+        return [o[None] if interleave else o.reshape(batch, m, n) for o in outs]
     outs = [backend.epilogue([tuple(P[g] for P in pair) for pair in products], shifts, plan.num_moduli,
                              beta_a[g * m:(g + 1) * m], beta_b[g * n:(g + 1) * n], out_dtype, residual, out)
             for g in range(batch)]
     if batch == 1:
         return [o[None] for o in outs[0]]
+    if interleave:
+        return [interleaved(xp.stack([o[h] for o in outs])) for h in range(len(outs[0]))]
     return [xp.stack([o[h] for o in outs]) for h in range(len(outs[0]))]
+
+
+def interleaved(P):
+    """A stack's parts (batch, m, n) as one (1, m, batch n) output, matrix g's column j
+    at j batch + g (a copy)."""
+    batch, m, n = P.shape
+    return P.transpose(1, 2, 0).reshape(1, m, n * batch)
 
 
 def signed_zeros(xp, A, B, C):
@@ -1151,6 +1222,7 @@ class _Ready:
         self.low_parts = None                # prepare_pair: the remainders' rows
         self.lock = threading.Lock()
         self.residue_stacks = {}        # key -> (moduli count, per part the residue slices of every row)
+        self.quarter = None             # the sign of a DFT matrix's quarter turns (set by ozaki.fft's plans)
         self.width, self.slices = 0, 1
         if array.size == 0:             # no product reads it (matmul_stack returns zeros)
             return
@@ -1197,6 +1269,23 @@ class _Ready:
                 self.residue_stacks[key] = got
             return got[1]
 
+    def quarter_residues(self, plan):
+        """Per part the one slice (m, n, n / 4) of _quarter_product's four matrices F[:q, s::4]
+        (as B^T rows, product s's after product s - 1's), for the plan's m moduli: from the
+        residues of every row, kept (one copy per moduli count the residues were made for)."""
+        m = plan.num_moduli
+        full = self.residues(plan)
+        mods = full[0][0].shape[0]
+        with self.lock:
+            got = self.residue_stacks.get(("quarter", self.mode, mods))
+            if got is None:
+                xp = self.backend.xp
+                n = full[0][0].shape[1]
+                cols = xp.asarray(quarter_columns(n))
+                got = (mods, [[xp.ascontiguousarray(part[0][:, cols, :n // 4])] for part in full])
+                self.residue_stacks[("quarter", self.mode, mods)] = got
+        return [[r[:m] for r in part] for part in got[1]]
+
     @property
     def nbytes(self):
         stacks = [r for _, parts in self.residue_stacks.values() for part in parts for r in part]
@@ -1226,6 +1315,16 @@ class Prepared:
     backend = property(lambda self: self._ready.backend)
     width = property(lambda self: self._ready.width)
     dtype = property(lambda self: self._ready.dtype)      # the operand's (its stack: widened to float64)
+
+    @property
+    def quarter(self):
+        """The sign of the quarter turns of the DFT matrix it holds (ozaki.fft: its plans set it),
+        or None: products with it may run as _quarter_product."""
+        return self._ready.quarter
+
+    @quarter.setter
+    def quarter(self, sign):
+        self._ready.quarter = sign
     nbytes = property(lambda self: self._ready.nbytes)
 
     @property
@@ -1272,6 +1371,10 @@ class Prepared:
     def fits(self, width, count):
         """Whether its residues are cut as a product's plan cuts its side (exact_sizes_beside)."""
         return (width, count) == (self._ready.width, self._ready.slices)
+
+    def quarter_residues(self, plan):
+        """_quarter_product's residues of the one matrix (_Ready.quarter_residues)."""
+        return self._ready.quarter_residues(plan)
 
     def residues(self, plan, lo, hi):
         """The residues of rows lo..hi of the window under ``plan``, as _part_residues makes them."""

@@ -284,6 +284,26 @@ def add_residues(x, y, m):
     return out
 
 
+def butterfly4(re, im, m, sign):
+    """As numpy_backend.butterfly4, one pass (kernels/residues.cu butterfly4) over stacks
+    (m, rows, N) whose planes may lie apart (the halves of residues_of_parts' stacks):
+    three contiguous stacks (m, 4 rows, N / 4), returned as views of one array."""
+    mods, rows, N = re.shape
+    q = N // 4
+    aligned = all(r.strides[1:] == re.strides[1:] and r.strides[2] == 1 and r.strides[0] % 4 == 0
+                  and r.data.ptr % 4 == 0 for r in (re, im)) and re.strides[0] == im.strides[0]
+    if mods != m or im.shape != re.shape or N % 16 or not aligned or re.strides[1] % 4:
+        raise ValueError(f"butterfly4: stacks {re.shape} and {im.shape} (strides {re.strides}, {im.strides}) "
+                         f"for {m} moduli: N a multiple of 16, rows 4-byte aligned")
+    out = cupy.empty((3, m, 4 * rows, q), dtype=cupy.int8)
+    if out.size:
+        kern = _kernel("residues.cu", "butterfly4", (("NMOD", m),), _device(), (m,))
+        blocks = int(min(max(-(-rows * q // 4 // 256), 1), 4096))
+        kern((blocks, m), (256,), (re, im, np.int64(re.strides[0]), np.int64(re.strides[1]), np.int64(rows),
+                                   np.int64(q), np.int32(sign), out))
+    return list(out)
+
+
 def row_bits(x, flags=False):
     """As numpy_backend.row_bits: (top, lsb) per row, (0, 0) for rows without a nonzero
     finite entry; flags=True: (top, lsb, scan_rows's flags), all from one read of the rows
@@ -799,14 +819,17 @@ def _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride):
     return vec
 
 
-def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False, out=None, matrices=1):
+def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False, out=None, matrices=1,
+             interleave=False):
     """CRT, Kulisch sum of slice pairs and one rounding to ``out_dtype`` (float64 or
     float32), in one kernel pass; ``residual``: the outputs' rounding residuals after
     them (as numpy_backend.epilogue).  ``out``: arrays (rows, cols) to write the
     outputs into, as numpy_backend.epilogue's (here: views of one stride, any rows
     apart: a block of a larger result, written in place instead of copied there).
     ``matrices``: the rows hold a stack of that many matrices one after another, and
-    beta_b their columns (matrices * cols), as numpy_backend.epilogue.
+    beta_b their columns (matrices * cols), as numpy_backend.epilogue; ``interleave``: their
+    outputs are the column classes of one (rows / matrices, cols * matrices) output, as
+    numpy_backend.epilogue's (epilogue.cu INTERLEAVED).
 
     ``products``: per slice pair a tuple of product stacks (m, rows, cols), the
     int8/int32/int64 products or any residues of them mod p_i: (P,)
@@ -837,7 +860,12 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
         defines += (("RESIDUAL", 1),)
     if matrices > 1:
         defines += (("STACKED", 1),)
-    vec = _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride)
+    if interleave and matrices > 1:
+        if out is not None:
+            raise ValueError("epilogue: interleave writes its own outputs (out must be None)")
+        defines += (("INTERLEAVED", matrices),)
+        rows, cols = rows // matrices, cols * matrices          # the outputs' shape
+    vec = 1 if interleave else _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride)
     if vec > 1:
         defines += (("VEC", vec),)
     kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
@@ -858,6 +886,8 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     one, table = _operands(arrays, npairs > 1)
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
     grid, block = _grid(rows * cols // vec, 128)
+    if interleave and matrices > 1:      # the kernel's rows and columns are the stack's
+        rows, cols = rows * matrices, cols // matrices
     kern(grid, block, one + (table, np.int32(npairs), np.int64(rows), np.int64(cols), np.int64(mod_stride),
                              np.int64(row_stride), shift_table,
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),

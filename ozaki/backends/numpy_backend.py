@@ -243,6 +243,28 @@ def add_residues(x, y, m):
     return symmetric(x.astype(np.int16) + y, p).astype(np.int8)
 
 
+def butterfly4(re, im, m, sign):
+    """The radix-4 butterflies (decimation in frequency) of a complex operand's residues:
+    for stacks re, im (m, rows, N) of its parts mod p_i (N a multiple of 4, q = N / 4),
+    z_s = sum_r (sign i)**(r s) x_(q r + j), s = 0..3, j < q, formed mod p_i: the three
+    stacks (m, 4 rows, q) of Re z, Im z and their sums (Karatsuba's), row s rows + row
+    holding z_s of that row, each in the symmetric range.  Exact: the coefficients are
+    1, -1 and +-i (scheme._quarter_product's products take them)."""
+    mods, rows, N = re.shape
+    if mods != m or im.shape != re.shape or N % 4:
+        raise ValueError(f"butterfly4: stacks {re.shape} and {im.shape} for {m} moduli")
+    q = N // 4
+    a = re.astype(np.int16).reshape(mods, rows, 4, q)
+    b = im.astype(np.int16).reshape(mods, rows, 4, q)
+    ur, ui, vr, vi = a[:, :, 0] + a[:, :, 2], b[:, :, 0] + b[:, :, 2], a[:, :, 1] + a[:, :, 3], b[:, :, 1] + b[:, :, 3]
+    dr, di, er, ei = a[:, :, 0] - a[:, :, 2], b[:, :, 0] - b[:, :, 2], a[:, :, 1] - a[:, :, 3], b[:, :, 1] - b[:, :, 3]
+    # z1 = d + (sign i) e and z3 = d - (sign i) e, (sign i) e = sign (-Im e + i Re e)
+    zr = np.stack([ur + vr, dr - sign * ei, ur - vr, dr + sign * ei], axis=1).reshape(mods, 4 * rows, q)
+    zi = np.stack([ui + vi, di + sign * er, ui - vi, di - sign * er], axis=1).reshape(mods, 4 * rows, q)
+    p = np.array(_moduli(m), dtype=np.int16).reshape(-1, 1, 1)
+    return [symmetric(z, p).astype(np.int8) for z in (zr, zi, zr + zi)]
+
+
 def residues_of_parts(parts, beta, width, m, nearest=False):
     """The residues of each part's slice digits (``residues``), and for two parts (a
     complex operand's real and imaginary rows, one bottom a row) those of their sums
@@ -307,7 +329,8 @@ def _exponents(beta_a, beta_b, matrices=1):
     return (rows + np.asarray(beta_b).reshape(matrices, 1, -1)).reshape(rows.shape[0] * rows.shape[1], -1)
 
 
-def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False, out=None, matrices=1):
+def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False, out=None, matrices=1,
+             interleave=False):
     """CRT each pair's products, add them into one Kulisch accumulator, round once to
     ``out_dtype`` (float64 or float32: kulisch.round_to).  ``residual``: each output's
     rounding residual (round_to's, float64) after the outputs.  ``out``: arrays
@@ -320,7 +343,9 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     2**(beta_a[i] + beta_b[j]).  Returns [C] or [Re, Im].
     ``matrices``: the rows hold a stack of that many matrices one after another
     (rows / matrices each) and beta_b their columns, matrix g's at g * cols: row i of
-    matrix g scales by 2**(beta_a[i] + beta_b[g * cols + j]).
+    matrix g scales by 2**(beta_a[i] + beta_b[g * cols + j]).  ``interleave``: the
+    matrices' outputs are the column classes of one (rows / matrices, cols * matrices)
+    output, column j of matrix g its column j * matrices + g (scheme._quarter_product's).
     """
     LP = crt_constants(m).L
     L = LP + max(shifts) + 1
@@ -339,6 +364,11 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
         kulisch.normalize(acc[o])
         outs.append(kulisch.round_to(acc[o], _exponents(beta_a, beta_b, matrices), out_dtype, residual))
     outs = [o for o, _ in outs] + [r for _, r in outs] if residual else outs
+    if interleave and matrices > 1:
+        if out is not None:
+            raise ValueError("epilogue: interleave writes its own outputs (out must be None)")
+        return [o.reshape(matrices, o.shape[0] // matrices, -1).transpose(1, 2, 0).reshape(o.shape[0] // matrices, -1)
+                for o in outs]
     if out is None:
         return outs
     if len(out) != len(outs):

@@ -228,23 +228,31 @@ def cached(xp, key, build):
 cached_tree = cached
 
 
-def prepared(xp, key, constant, side, opts):
+def prepared(xp, key, constant, side, opts, quarter=None):
     """The constant matrix kept under ``key`` (``constant``: the array itself, or an exact
     pair (hi, lo)), made ready (ozaki.prepare; scheme.prepare_pair) as the ``side``
     operand of products under ``opts`` and kept beside it; the constant itself where the
     mode cannot prepare operands (accurate, certified).
 
     Prepared, its scans and int8 residues are made at its first product and not
-    redone by every product of every transform of that length.
+    redone by every product of every transform of that length.  ``quarter``: the sign of
+    an N-point DFT matrix with the quarter turns' symmetry (quarter_turns), kept on the
+    Prepared for scheme._quarter_product.
     """
     import ozaki
     mode, num_moduli, _ = ozaki._options(opts.get("mode"), opts.get("num_moduli"), None)
     if isinstance(constant, tuple):
-        return _kept(xp, ("prepared",) + key + (side, mode, num_moduli), lambda: pair_operand(constant, side, opts))
-    if mode not in ozaki.scheme.PREPARABLE_MODES:
+        build = lambda: pair_operand(constant, side, opts)          # noqa: E731
+    elif mode not in ozaki.scheme.PREPARABLE_MODES:
         return constant
-    return _kept(xp, ("prepared",) + key + (side, mode, num_moduli),
-                 lambda: ozaki.prepare(constant, side, mode=mode, num_moduli=num_moduli))
+    else:
+        build = lambda: ozaki.prepare(constant, side, mode=mode, num_moduli=num_moduli)   # noqa: E731
+
+    def marked():
+        p = build()
+        p.quarter = quarter
+        return p
+    return _kept(xp, ("prepared",) + key + (side, mode, num_moduli), marked)
 
 
 def pair_operand(constant, side, opts):
@@ -302,6 +310,24 @@ def product_roots(N, sign, div):
     grid = np.ldexp(1.0, int(np.frexp(top)[1]) - 1 - PRODUCT_ROOT_BITS)
     lo = np.round(lo.real / grid) * grid + 1j * (np.round(lo.imag / grid) * grid)
     return hi, lo
+
+
+@lru_cache(maxsize=256)
+def quarter_turns(N, sign, div):
+    """``sign`` where the N-point DFT matrix of the products (product_roots) has the quarter
+    turns' symmetry F[q r + j, k] = (sign i)**(r k) F[j, k], N = 4 q, in both parts, bit for
+    bit (true of the roots w = exp(sign 2 pi i / N), w**q = sign i, and of their rounding:
+    half-even on a grid common to both parts commutes with negation and with swapping the
+    parts); else None.  Checked on the N roots: F's entries are roots at (n k) mod N."""
+    if N % 4:
+        return None
+    hi, lo = product_roots(N, sign, div)
+    j = np.arange(N)
+    turned = (j + N // 4) % N
+    turn = sign * 1j
+    same = all(np.array_equal(part[turned].real, (turn * part).real) and
+               np.array_equal(part[turned].imag, (turn * part).imag) for part in (hi, lo))
+    return sign if same else None
 
 
 def _dft_parts(N, sign, div, split):

@@ -50,9 +50,11 @@ def xp_of(a):
     return np
 
 
-def matmul(a, b, opts, constant=None):
+def matmul(a, b, opts, constant=None, quarter=None):
     """a @ b on ozaki.matmul.  ``constant``: (side, key) when a ("left") or b ("right") is
-    the plan constant cached under key: then it goes in prepared (plans.prepared).  A
+    the plan constant cached under key: then it goes in prepared (plans.prepared), with
+    ``quarter`` (the sign of an N-point DFT matrix b, plans.quarter_turns) marked for
+    scheme._quarter_product where it has the quarter turns' symmetry.  A
     constant may be an exact pair (hi, lo), taken as the operand of sums hi + lo (made
     ready for this product alone when it has no key); with a given moduli count, which
     may be too few for the pair's one wide slice, as the doubled product
@@ -82,7 +84,7 @@ def matmul(a, b, opts, constant=None):
         if side == "left":
             a = plans.prepared(xp, key, a, side, opts)
         else:
-            b = plans.prepared(xp, key, b, side, opts)
+            b = plans.prepared(xp, key, b, side, opts, quarter)
         if isinstance(a, plans.Prepared) or isinstance(b, plans.Prepared):
             return ozaki_matmul(a, b)
     return ozaki_matmul(a, b, **opts)
@@ -145,7 +147,7 @@ def direct_c2c(x, N, sign, div, opts):
     xp = xp_of(x)
     split = split_mode(opts)
     F = plans.direct(xp, N, sign, div, split)
-    return matmul(x, F, opts, ("right", ("direct", N, sign, div, split)))
+    return matmul(x, F, opts, ("right", ("direct", N, sign, div, split)), plans.quarter_turns(N, sign, div))
 
 
 def _real_rows(xp, x):

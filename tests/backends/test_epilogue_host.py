@@ -122,25 +122,31 @@ CONFIGS = [c + (1,) for c in CONFIGS] + [
 CONFIGS = [c + (1,) for c in CONFIGS] + [
     (False, np.int8, 1, 16, np.float64, False, 1, 4), (True, np.int8, 1, 14, np.float64, True, 2, 4),
     (False, np.int8, 1, 15, np.float32, True, 2, 2)]
+# INTERLEAVED: a stack's matrices the column classes of one output (scheme._quarter_product's
+# four products of a DFT): complex int8 residues at the FFT's 25 moduli and with residuals,
+# and a real one.
+CONFIGS = [c + (False,) for c in CONFIGS] + [
+    (True, np.int8, 1, 25, np.float64, False, 1, 4, True), (True, np.int8, 1, 16, np.float64, True, 1, 4, True),
+    (False, np.int8, 1, 14, np.float32, False, 1, 2, True)]
 # The pairs' shifts in limbs: out of order and with a gap, so a pair read at another's
 # shift (or all at one) lands elsewhere.
 SHIFTS = {1: [0], 2: [2, 0], 3: [1, 3, 0]}
 
 
 def config_id(c):
-    complex_, dtype, pairs, m, out_dtype, residual, vec, matrices = c
+    complex_, dtype, pairs, m, out_dtype, residual, vec, matrices, interleave = c
     return (f"{'complex' if complex_ else 'real'}-{np.dtype(dtype).name}-pairs{pairs}-m{m}-"
             f"{np.dtype(out_dtype).name}{'-rho' if residual else ''}{f'-vec{vec}' if vec > 1 else ''}"
-            f"{f'-stack{matrices}' if matrices > 1 else ''}")
+            f"{f'-stack{matrices}' if matrices > 1 else ''}{'-interleaved' if interleave else ''}")
 
 
-def defines(complex_, dtype, pairs, m, out_dtype, residual, vec, matrices):
+def defines(complex_, dtype, pairs, m, out_dtype, residual, vec, matrices, interleave):
     """cupy_backend.epilogue's compile-time defines."""
     LP = crt.crt_constants(m).L
     d = [("PROD_T", PROD_T[np.dtype(dtype)]), ("NMOD", m), ("LP", LP),
          ("LACC", LP if pairs == 1 else LP + max(SHIFTS[pairs]) + 1), ("OUT_T", OUT_T[np.dtype(out_dtype)])]
     d += [("SINGLE_PAIR", 1)] * (pairs == 1) + [("COMPLEX", 1)] * complex_ + [("RESIDUAL", 1)] * residual
-    d += [("VEC", vec)] * (vec > 1) + [("STACKED", 1)] * (matrices > 1)
+    d += [("VEC", vec)] * (vec > 1) + [("STACKED", 1)] * (matrices > 1) + [("INTERLEAVED", matrices)] * interleave
     return "".join(f"#define {k} {v}\n" for k, v in d)
 
 
@@ -265,15 +271,17 @@ def run(host, tmp_path, products, shifts, ba, bb):
     (read, they would change the sums); the outputs lie gap[2] elements apart a row beyond
     their step * cols, the output buffers full of a NaN pattern that must stay where
     nothing is written."""
-    (complex_, dtype, pairs, m, out_dtype, residual, vec, matrices), exe = host
+    (complex_, dtype, pairs, m, out_dtype, residual, vec, matrices, interleave), exe = host
     gap = (3, 5, 4) if vec == 1 else (vec, 2 * vec, 4)
     rows, cols = ba.size, bb.size // matrices
+    # interleaved: the outputs (rows / matrices, cols * matrices), in the buffer's first rows
+    out_rows, out_cols = (rows // matrices, cols * matrices) if interleave else (rows, cols)
     row_stride = cols + gap[0]
     mod_stride = rows * row_stride + gap[1]
     size = m * mod_stride
     junk = 127 if dtype == np.int8 else (2 ** 31 - 1 if dtype == np.int32 else 2 ** 50)
     step = 2 if complex_ else 1
-    out_stride = step * cols + gap[2]
+    out_stride = step * out_cols + gap[2]
     out_bits = np.uint64 if out_dtype == np.float64 else np.uint32
     sentinel = np.array(0x7FF4DEAD if out_dtype == np.float32 else 0x7FF4DEADBEEF0001, dtype=out_bits)
     C0 = np.full((rows, out_stride), sentinel, dtype=out_bits).view(out_dtype)
@@ -297,13 +305,14 @@ def run(host, tmp_path, products, shifts, ba, bb):
     nC = C0.nbytes
     C = raw[:nC].view(out_dtype).reshape(rows, out_stride)
     R = raw[nC:].view(np.float64).reshape(rows, out_stride)
-    # the padding columns and, unless RESIDUAL, the whole residual buffer are untouched
-    assert C[:, step * cols:].tobytes() == C0[:, step * cols:].tobytes()
-    assert R[:, step * cols:].tobytes() == R0[:, step * cols:].tobytes()
+    # the padding columns and rows and, unless RESIDUAL, the whole residual buffer are untouched
+    assert C[:, step * out_cols:].tobytes() == C0[:, step * out_cols:].tobytes()
+    assert R[:, step * out_cols:].tobytes() == R0[:, step * out_cols:].tobytes()
+    assert C[out_rows:].tobytes() == C0[out_rows:].tobytes() and R[out_rows:].tobytes() == R0[out_rows:].tobytes()
     if not residual:
         assert R.tobytes() == R0.tobytes()
-    outs = [C[:, o:step * cols:step] for o in range(step)]
-    return outs + [R[:, o:step * cols:step] for o in range(step)] if residual else outs
+    outs = [C[:out_rows, o:step * out_cols:step] for o in range(step)]
+    return outs + [R[:out_rows, o:step * out_cols:step] for o in range(step)] if residual else outs
 
 
 def same(want, got):
@@ -317,7 +326,7 @@ def same(want, got):
 
 
 def test_epilogue_matches_numpy(host, tmp_path, rng):
-    complex_, dtype, pairs, m, out_dtype, residual, vec, matrices = host[0]
+    complex_, dtype, pairs, m, out_dtype, residual, vec, matrices, interleave = host[0]
     shape = (16, 20)              # columns 12-19 drawn at random (values)
     products = [pair_products(rng, m, shape, dtype, complex_) for _ in range(pairs)]
     shifts = SHIFTS[pairs]
@@ -332,13 +341,22 @@ def test_epilogue_matches_numpy(host, tmp_path, rng):
                                        out_dtype, residual) for g in range(matrices)]
         for o, w in enumerate(want):
             assert same(w, np.concatenate([e[o] for e in each]))
+    if interleave:                # numpy's interleaved outputs are its stacked ones, rearranged
+        woven = numpy_backend.epilogue(products, shifts, m, ba, bb, out_dtype, residual, matrices=matrices,
+                                       interleave=True)
+        rows = shape[0] // matrices
+        for w, v in zip(want, woven):
+            assert v.shape == (rows, shape[1] * matrices)
+            assert all(same(w[g * rows + r, j], v[r, j * matrices + g]) for g in range(matrices)
+                       for r in range(rows) for j in range(shape[1]))
+    stacked, want = want, woven if interleave else want
     got = run(host, tmp_path, products, shifts, ba, bb)
     assert len(got) == len(want) == (2 if complex_ else 1) * (2 if residual else 1)
     for w, g in zip(want, got):
         assert same(w, g)
     # the draw reached what it is for: zeros, subnormals, infinities and ordinary outputs
-    C = np.concatenate([np.abs(w).ravel() for w in want[:2 if complex_ else 1]]).astype(np.float64)
+    C = np.concatenate([np.abs(w).ravel() for w in stacked[:2 if complex_ else 1]]).astype(np.float64)
     tiny = np.finfo(out_dtype).tiny
     assert (C == 0).any() and np.isinf(C).any() and ((C > 0) & (C < tiny)).any()
     assert ((C >= tiny) & np.isfinite(C)).sum() > C.size // 8
-    assert all((w[:2] == 0).all() for w in want[:2 if complex_ else 1])        # the zero rows
+    assert all((w[:2] == 0).all() for w in stacked[:2 if complex_ else 1])     # the zero rows

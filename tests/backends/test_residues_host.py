@@ -158,3 +158,67 @@ def test_residues_of_known_integers(host, tmp_path):
             assert stack[i, 0, :len(vs)].tolist() == want, p
             if p == 256 and vs is values[0]:
                 assert sum(r == -128 for r in want) >= 6              # two in each group
+
+
+BUTTERFLY_MAIN = r"""
+#include "residues.cu"
+// argv: input file (rows q sign, then re and im: NMOD x rows x 4q int8 each), output file
+// (3 x NMOD x 4 rows x q int8): every modulus' block (blockIdx.y) in turn
+int main(int argc, char** argv) {
+    FILE* in = fopen(argv[1], "rb"); FILE* out = fopen(argv[2], "wb");
+    long long h[3]; fread(h, 8, 3, in);
+    long long rows = h[0], q = h[1];
+    std::vector<signed char> re((size_t)NMOD * rows * 4 * q), im(re.size()), z(3 * re.size());
+    fread(re.data(), 1, re.size(), in);
+    fread(im.data(), 1, im.size(), in);
+    for (int i = 0; i < NMOD; ++i) {
+        blockIdx.y = i;
+        butterfly4(re.data(), im.data(), rows * 4 * q, 4 * q, rows, q, (int)h[2], z.data());
+    }
+    fwrite(z.data(), 1, z.size(), out);
+    fclose(in); fclose(out);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module", params=[16, 25, 49])
+def butterfly_host(request, tmp_path_factory):
+    m = request.param
+    source = SHIMS + "using std::rint;\n" + f"#define NMOD {m}\n" + constant_tables(m) + BUTTERFLY_MAIN
+    return m, host_build.build(tmp_path_factory, source, f"butterfly4_m{m}")
+
+
+@pytest.mark.parametrize("sign", [-1, 1])
+def test_butterfly4_matches_python_ints(butterfly_host, tmp_path, rng, sign):
+    """residues.cu's butterfly4 against Python's integers (an independent reference:
+    z_s = sum_r (sign i)**(r s) x_(q r + j) as Gaussian integers, reduced to the symmetric
+    range) and numpy_backend.butterfly4, on residues that include the extremes -128 and
+    127 everywhere in some rows (the largest |z|, and for p = 256 the +-128 boundary)."""
+    m, exe = butterfly_host
+    rows, q = 5, 8
+    ps = moduli(m)
+    re = rng.integers(-128, 128, size=(m, rows, 4 * q)).astype(np.int8)
+    im = rng.integers(-128, 128, size=(m, rows, 4 * q)).astype(np.int8)
+    re[:, 0], im[:, 0] = -128, -128
+    re[:, 1], im[:, 1] = 127, -128
+    re[:, 2, 1::2], im[:, 2, ::2] = 127, 127
+    src, dst = tmp_path / "in.bin", tmp_path / "out.bin"
+    with open(src, "wb") as f:
+        np.array([rows, q, sign], dtype=np.int64).tofile(f)
+        re.tofile(f)
+        im.tofile(f)
+    subprocess.run([exe, str(src), str(dst)], check=True)
+    got = np.fromfile(dst, dtype=np.int8).reshape(3, m, 4 * rows, q)
+    assert all(np.array_equal(g, w) for g, w in zip(got, numpy_backend.butterfly4(re, im, m, sign)))
+    turn = [1, sign * 1j, -1, -sign * 1j]
+    for i in (0, 1, m - 1):
+        p = ps[i]
+        for row in range(rows):
+            x = [complex(int(a), int(b)) for a, b in zip(re[i, row].tolist(), im[i, row].tolist())]
+            for s in range(4):
+                for j in range(q):
+                    z = sum(turn[r * s % 4] * x[q * r + j] for r in range(4))
+                    zr, zi = int(z.real), int(z.imag)
+                    want = [((v + p // 2) % p) - p // 2 for v in (zr, zi, zr + zi)]
+                    assert [int(got[h, i, s * rows + row, j]) for h in range(3)] == want, (p, row, s, j)

@@ -366,3 +366,88 @@ def test_long_lengths_rounded_once(rng, N, inverse, norm, kind):
                 allowed = {float(part), float(part - slack), float(part + slack)}
                 assert got in allowed, (k, got, float(part))
     assert l2_error(y, [r * scale for r in ref], ks) <= 1e-16
+
+
+def _quarter_spy(monkeypatch):
+    """A list that grows by one at every scheme._quarter_product."""
+    from ozaki import scheme
+    calls, run = [], scheme._quarter_product
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return run(*args, **kwargs)
+    monkeypatch.setattr(scheme, "_quarter_product", spy)
+    return calls
+
+
+@pytest.mark.parametrize("N, sign, div", [(256, -1, 1), (256, 1, 256), (512, -1, -512), (1024, 1, 1)])
+def test_quarter_turn_product_correctly_rounded(rng, monkeypatch, N, sign, div):
+    """A product with the exact pair of the N-point DFT matrix as four quarter-size products
+    on butterflied residues (scheme._quarter_product) is the correctly rounded exact sum
+    x (F_hi + F_lo), entry by entry against exact rationals (reference.exact_dot), on
+    rows of wide exponents, a cancelling row and a row of tiny entries."""
+    import ozaki
+    from ozaki import reference
+    from ozaki.fft import plans
+    from tests import inputs
+    calls = _quarter_spy(monkeypatch)
+    rows = 5
+    x = inputs.wide(rng, (rows, N), 40) + 1j * inputs.wide(rng, (rows, N), 40)
+    x[1, N // 2:] = -x[1, :N // 2] * (1 + 2.0 ** -50)           # cancellation across the quarters
+    x[2] *= 2.0 ** -1040                                          # subnormal-range entries
+    x[3, rng.integers(0, N, N // 3)] = 0
+    hi, lo = plans.direct(np, N, sign, div, True)
+    F = plans.prepared(np, ("quarter-test", N, sign, div), (hi, lo), "right", {"mode": "exact"}, quarter=sign)
+    assert F.quarter == sign
+    C = ozaki.matmul(x, F)
+    assert len(calls) == 1
+    for i, k in zip(rng.integers(0, rows, 48), rng.integers(0, N, 48)):
+        xr, xi = x[i].real, x[i].imag
+        fr = [hi[:, k].real, lo[:, k].real]
+        fi = [hi[:, k].imag, lo[:, k].imag]
+        re = reference.exact_dot(np.concatenate([xr, -xi, xr, -xi]), np.concatenate([fr[0], fi[0], fr[1], fi[1]]))
+        im = reference.exact_dot(np.concatenate([xr, xi, xr, xi]), np.concatenate([fi[0], fr[0], fi[1], fr[1]]))
+        assert C[i, k].real == re and C[i, k].imag == im, (i, k)
+
+
+@pytest.mark.parametrize("mode", ["exact", "fast"])
+def test_quarter_turns_give_the_one_product_bits(rng, monkeypatch, mode):
+    """fft and ifft of batches (direct products) with the quarter turns and without
+    (scheme.QUARTER_MIN past N): the same bits, whole and blocked over rows (a small
+    workspace), for every norm; the quarter-turn path ran."""
+    import ozaki
+    from ozaki import scheme
+    calls = _quarter_spy(monkeypatch)
+    for N, rows in ((256, 16), (1024, 17)):
+        x = inputs_wide_complex(rng, (rows, N))
+        for fn, norm in ((of.fft, None), (of.ifft, "ortho"), (of.fft, "forward")):
+            for workspace in (None, 3 << 20):
+                with ozaki.config(workspace=workspace):
+                    monkeypatch.setattr(scheme, "QUARTER_MIN", 1 << 30)
+                    one = fn(x, norm=norm, mode=mode)
+                    before = len(calls)
+                    monkeypatch.setattr(scheme, "QUARTER_MIN", 256)
+                    four = fn(x, norm=norm, mode=mode)
+                assert len(calls) > before
+                assert np.array_equal(one.view(np.uint64), four.view(np.uint64)), (N, norm, workspace)
+
+
+def inputs_wide_complex(rng, shape):
+    from tests import inputs
+    return inputs.wide(rng, shape, 30) + 1j * inputs.wide(rng, shape, 30)
+
+
+def test_quarter_turns_symmetry_checked():
+    """plans.quarter_turns: the products' DFT matrices have the quarter turns bit for bit
+    (every length a multiple of 4, both signs, each norm's scale); other lengths have none."""
+    from ozaki.fft import plans
+    for N in (4, 64, 256, 1000, 1024, 4096):
+        for sign in (-1, 1):
+            for div in (1, N, -N):
+                assert plans.quarter_turns(N, sign, div) == sign
+                hi, lo = plans.direct(np, N, sign, div, True)
+                q = N // 4
+                turn = np.array([1, sign * 1j, -1, -sign * 1j])[np.arange(N) % 4]    # (sign i)**k, column k
+                for part in (hi, lo):
+                    assert np.array_equal(part[q:2 * q], turn * part[:q])
+    assert plans.quarter_turns(30, -1, 1) is None and plans.quarter_turns(1022, 1, 1) is None

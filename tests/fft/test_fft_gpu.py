@@ -209,3 +209,54 @@ def test_times_kernels_match_numpy(rng, spread):
                                                                                          cupy.asarray(b)))
     for c, g in zip(cpu, gpu):
         _same_bits(g, c)
+
+
+@pytest.mark.parametrize("m", [16, 25, 42])
+def test_butterfly4_kernel_matches_numpy(rng, m):
+    """cupy_backend.butterfly4 (kernels/residues.cu) == numpy_backend.butterfly4: random
+    residues with rows of the extremes, and the halves of residues_of_parts' stacks (planes
+    apart as the product reads them)."""
+    cupy = pytest.importorskip("cupy")
+    from ozaki.backends import cupy_backend, numpy_backend
+    for sign in (-1, 1):
+        re = rng.integers(-128, 128, size=(m, 37, 256)).astype(np.int8)
+        im = rng.integers(-128, 128, size=(m, 37, 256)).astype(np.int8)
+        re[:, 0], im[:, 0], re[:, 1], im[:, 1] = -128, -128, 127, -128
+        got = cupy_backend.butterfly4(cupy.asarray(re), cupy.asarray(im), m, sign)
+        want = numpy_backend.butterfly4(re, im, m, sign)
+        assert all(np.array_equal(g.get(), w) for g, w in zip(got, want))
+    x = rng.standard_normal((9, 1024)) * 2.0 ** rng.integers(-20, 20, (9, 1024))
+    y = rng.standard_normal((9, 1024))
+    beta = np.full(9, -80, dtype=np.int64)
+    parts = cupy_backend.residues_of_parts([cupy.asarray(x), cupy.asarray(y)], cupy.asarray(beta), None, m)
+    got = cupy_backend.butterfly4(parts[0], parts[1], m, -1)
+    cpu = numpy_backend.residues_of_parts([x, y], beta, None, m)
+    want = numpy_backend.butterfly4(cpu[0], cpu[1], m, -1)
+    assert all(np.array_equal(g.get(), w) for g, w in zip(got, want))
+
+
+@pytest.mark.parametrize("path", ["auto", "fused", "cublas", "cutlass"])
+def test_quarter_turns_same_bits_as_cpu(rng, monkeypatch, path):
+    """Direct products with the quarter turns (scheme._quarter_product) on every product path,
+    whole and blocked over rows: the CPU's bits, which are the one-product bits
+    (tests/fft/test_fft.py), and the quarter-turn path ran on the GPU."""
+    cupy = pytest.importorskip("cupy")
+    import ozaki
+    from ozaki import scheme
+    calls, run = [], scheme._quarter_product
+
+    def spy(*args, **kwargs):
+        calls.append(args[5].name)
+        return run(*args, **kwargs)
+    monkeypatch.setattr(scheme, "_quarter_product", spy)
+    for N, rows in ((256, 16), (1024, 40)):
+        x = inputs.wide(rng, (rows, N), 30) + 1j * inputs.wide(rng, (rows, N), 30)
+        for mode in ("exact", "fast"):
+            for workspace in (None, 3 << 20):
+                with ozaki.config(path=path, workspace=workspace):
+                    _same_bits(of.fft(cupy.asarray(x), mode=mode), of.fft(x, mode=mode))
+                    _same_bits(of.ifft(cupy.asarray(x), norm="ortho", mode=mode), of.ifft(x, norm="ortho", mode=mode))
+    assert "cupy" in calls and "numpy" in calls
+    x = rng.standard_normal((4, 256, 256)) + 1j * rng.standard_normal((4, 256, 256))
+    with ozaki.config(path=path):
+        _same_bits(of.fftn(cupy.asarray(x), axes=(1, 2)), of.fftn(x, axes=(1, 2)))

@@ -22,6 +22,11 @@
 //                after another, and beta_b the stack's columns, cols a matrix: row r's
 //                columns scale by beta_b[(r / matrix_rows) cols + col] (a stack of small
 //                products in one launch, not one a matrix)
+//   INTERLEAVED  (with STACKED, VEC 1) the stack's INTERLEAVED matrices are the column classes
+//                of one output: column c of matrix g is its column c INTERLEAVED + g, row r of
+//                every matrix its row r (scheme._quarter_product's four products of a DFT:
+//                written where they belong, no transposing copy); consecutive threads take
+//                the matrices' outputs of one column, so the writes stay together
 //   VEC          adjacent outputs of a row a thread (1, the default; 2 or 4 with
 //                SINGLE_PAIR): one aligned load of VEC products a stack and modulus,
 //                and each modulus' constants and 64-bit addresses shared by the VEC
@@ -53,6 +58,9 @@
 #if VEC != 1 && !defined(SINGLE_PAIR)
 #error "VEC > 1 needs SINGLE_PAIR (one Kulisch accumulator a output in registers)"
 #endif
+#if defined(INTERLEAVED) && (VEC != 1 || !defined(STACKED))
+#error "INTERLEAVED needs STACKED and VEC 1"
+#endif
 
 // VEC adjacent products, loaded at once (their address a multiple of the pack's size).
 template <typename T, int N> struct alignas(sizeof(T) * N) Pack { T v[N]; };
@@ -73,8 +81,15 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
     const long long groups = cols / VEC;                  // cols % VEC == 0 (the host's choice)
     for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < rows * groups;
          v += (long long)gridDim.x * blockDim.x) {
+#ifdef INTERLEAVED
+        const long long r = v / (groups * INTERLEAVED);          // the output's row
+        const long long c = v - r * (groups * INTERLEAVED);      // its column
+        long long row = (c % INTERLEAVED) * matrix_rows + r;     // matrix c % INTERLEAVED's row r
+        long long col = c / INTERLEAVED;
+#else
         long long row = v / groups;
         long long col = (v - row * groups) * VEC;
+#endif
         long long idx = row * row_stride + col;
         long long acc[VEC][NOUT][LACC];
 #pragma unroll
@@ -150,7 +165,11 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
 #pragma unroll
         for (int u = 0; u < VEC; ++u) {
             long long e = ea + bb[col + u];
+#ifdef INTERLEAVED
+            long long at = r * out_stride + c * out_step;
+#else
             long long at = row * out_stride + (col + u) * out_step;
+#endif
             normalize(acc[u][0], LACC);
 #ifdef RESIDUAL
             out0[at] = round_to<LACC, OUT_T, true>(acc[u][0], e, rho0 + at);

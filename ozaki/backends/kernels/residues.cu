@@ -305,3 +305,64 @@ extern "C" __global__ void add_residues(const signed char* __restrict__ x, long 
             out[t] = add_mod(x[t], y[t], p, h);
     }
 }
+
+// The radix-4 butterflies (decimation in frequency) of a complex operand's residues, as
+// numpy_backend.butterfly4: z_s = sum_r (sign i)**(r s) x_(q r + j) mod p_i for s = 0..3,
+// from the residue stacks re and im (NMOD planes ``in_plane`` bytes apart, rows ``ld``
+// bytes apart, columns q r + j), into three stacks (NMOD, 4 rows, q) of Re z, Im z and
+// their sums, one after another; row s rows + row holds z_s of that row.  Modulus
+// i = blockIdx.y; a thread does four columns j of one row (four-byte loads and stores: q
+// and ld multiples of 4, the planes 4-byte aligned; the host checks).  |z| <= 4 * 128
+// (sums 1024), so v - p round(v / p) with the quotient as (v M + 2**19) >> 20,
+// M = round(2**20 / p), is exact: its error, below 1024 / 2**21, is less than the
+// 1 / (2 p) by which v / p misses a half-integer for odd p, and p = 256 gives
+// floor((v + 128) / 256): the symmetric range, as numpy's.
+__device__ __forceinline__ signed char near_residue(int v, int p, int M) {
+    return (signed char)(v - p * ((v * M + (1 << 19)) >> 20));
+}
+
+extern "C" __global__ void butterfly4(const signed char* __restrict__ re, const signed char* __restrict__ im,
+                                      long long in_plane, long long ld, long long rows, long long q, int sign,
+                                      signed char* __restrict__ out) {
+    const int i = blockIdx.y;
+    const int p = (int)MOD_P[i];
+    const int M = (int)rint(0x1p20 * MOD_INV[i]);
+    re += i * in_plane;
+    im += i * in_plane;
+    const long long plane = 4 * rows * q;                 // one modulus' plane of an output stack
+    const long long stack = (long long)NMOD * plane;
+    out += i * plane;
+    const long long groups = q / 4;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < rows * groups; t += stride) {
+        const long long row = t / groups, j = (t - row * groups) * 4;
+        union Word { unsigned int u; signed char c[4]; };
+        Word a[4], b[4], z[3][4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            a[r].u = *reinterpret_cast<const unsigned int*>(re + row * ld + r * q + j);
+            b[r].u = *reinterpret_cast<const unsigned int*>(im + row * ld + r * q + j);
+        }
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            const int ur = a[0].c[c] + a[2].c[c], ui = b[0].c[c] + b[2].c[c];
+            const int vr = a[1].c[c] + a[3].c[c], vi = b[1].c[c] + b[3].c[c];
+            const int dr = a[0].c[c] - a[2].c[c], di = b[0].c[c] - b[2].c[c];
+            const int er = sign * (a[1].c[c] - a[3].c[c]), ei = sign * (b[1].c[c] - b[3].c[c]);
+            // z1 = d + (sign i) e, z3 = d - (sign i) e
+            const int zr[4] = {ur + vr, dr - ei, ur - vr, dr + ei};
+            const int zi[4] = {ui + vi, di + er, ui - vi, di - er};
+#pragma unroll
+            for (int s = 0; s < 4; ++s) {
+                z[0][s].c[c] = near_residue(zr[s], p, M);
+                z[1][s].c[c] = near_residue(zi[s], p, M);
+                z[2][s].c[c] = near_residue(zr[s] + zi[s], p, M);
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < 3; ++h)
+#pragma unroll
+            for (int s = 0; s < 4; ++s)
+                *reinterpret_cast<unsigned int*>(out + h * stack + (s * rows + row) * q + j) = z[h][s].u;
+    }
+}
