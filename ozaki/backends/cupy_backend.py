@@ -819,6 +819,11 @@ def _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride):
     return vec
 
 
+# epilogue.cu's BYTE_CONVERT and BYTE_REDUCE for int8 residues (its defaults: 1, 1);
+# OZAKI_EPILOGUE_BYTES="c,r" sets them (bench/device_run.sh compares them).
+EPILOGUE_BYTES = tuple(int(v) for v in (os.environ.get("OZAKI_EPILOGUE_BYTES") or "1,1").split(","))
+
+
 def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False, out=None, matrices=1,
              interleave=False):
     """CRT, Kulisch sum of slice pairs and one rounding to ``out_dtype`` (float64 or
@@ -860,6 +865,8 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
         defines += (("RESIDUAL", 1),)
     if matrices > 1:
         defines += (("STACKED", 1),)
+    if dtype == cupy.int8 and EPILOGUE_BYTES != (1, 1):
+        defines += (("BYTE_CONVERT", EPILOGUE_BYTES[0]), ("BYTE_REDUCE", EPILOGUE_BYTES[1]))
     if interleave and matrices > 1:
         if out is not None:
             raise ValueError("epilogue: interleave writes its own outputs (out must be None)")

@@ -128,25 +128,34 @@ CONFIGS = [c + (1,) for c in CONFIGS] + [
 CONFIGS = [c + (False,) for c in CONFIGS] + [
     (True, np.int8, 1, 25, np.float64, False, 1, 4, True), (True, np.int8, 1, 16, np.float64, True, 1, 4, True),
     (False, np.int8, 1, 14, np.float32, False, 1, 2, True)]
+# int8 residues' conversion and reduction (BYTE_CONVERT, BYTE_REDUCE: 1 and 1 above): the
+# float64 trick of wider products, and complex differences left unreduced
+CONFIGS = [c + ((),) for c in CONFIGS] + [
+    (True, np.int8, 1, 25, np.float64, True, 1, 1, False, (("BYTE_CONVERT", 0),)),
+    (False, np.int8, 2, 16, np.float64, False, 1, 1, False, (("BYTE_CONVERT", 0),)),
+    (True, np.int8, 1, 25, np.float64, False, 1, 4, True, (("BYTE_REDUCE", 0),)),
+    (True, np.int8, 2, 17, np.float32, True, 1, 1, False, (("BYTE_REDUCE", 0),))]
 # The pairs' shifts in limbs: out of order and with a gap, so a pair read at another's
 # shift (or all at one) lands elsewhere.
 SHIFTS = {1: [0], 2: [2, 0], 3: [1, 3, 0]}
 
 
 def config_id(c):
-    complex_, dtype, pairs, m, out_dtype, residual, vec, matrices, interleave = c
+    complex_, dtype, pairs, m, out_dtype, residual, vec, matrices, interleave, extra = c
     return (f"{'complex' if complex_ else 'real'}-{np.dtype(dtype).name}-pairs{pairs}-m{m}-"
             f"{np.dtype(out_dtype).name}{'-rho' if residual else ''}{f'-vec{vec}' if vec > 1 else ''}"
-            f"{f'-stack{matrices}' if matrices > 1 else ''}{'-interleaved' if interleave else ''}")
+            f"{f'-stack{matrices}' if matrices > 1 else ''}{'-interleaved' if interleave else ''}"
+            + "".join(f"-{k.lower()}{v}" for k, v in extra))
 
 
-def defines(complex_, dtype, pairs, m, out_dtype, residual, vec, matrices, interleave):
+def defines(complex_, dtype, pairs, m, out_dtype, residual, vec, matrices, interleave, extra):
     """cupy_backend.epilogue's compile-time defines."""
     LP = crt.crt_constants(m).L
     d = [("PROD_T", PROD_T[np.dtype(dtype)]), ("NMOD", m), ("LP", LP),
          ("LACC", LP if pairs == 1 else LP + max(SHIFTS[pairs]) + 1), ("OUT_T", OUT_T[np.dtype(out_dtype)])]
     d += [("SINGLE_PAIR", 1)] * (pairs == 1) + [("COMPLEX", 1)] * complex_ + [("RESIDUAL", 1)] * residual
     d += [("VEC", vec)] * (vec > 1) + [("STACKED", 1)] * (matrices > 1) + [("INTERLEAVED", matrices)] * interleave
+    d += list(extra)
     return "".join(f"#define {k} {v}\n" for k, v in d)
 
 
@@ -271,7 +280,7 @@ def run(host, tmp_path, products, shifts, ba, bb):
     (read, they would change the sums); the outputs lie gap[2] elements apart a row beyond
     their step * cols, the output buffers full of a NaN pattern that must stay where
     nothing is written."""
-    (complex_, dtype, pairs, m, out_dtype, residual, vec, matrices, interleave), exe = host
+    (complex_, dtype, pairs, m, out_dtype, residual, vec, matrices, interleave, _), exe = host
     gap = (3, 5, 4) if vec == 1 else (vec, 2 * vec, 4)
     rows, cols = ba.size, bb.size // matrices
     # interleaved: the outputs (rows / matrices, cols * matrices), in the buffer's first rows
@@ -326,7 +335,7 @@ def same(want, got):
 
 
 def test_epilogue_matches_numpy(host, tmp_path, rng):
-    complex_, dtype, pairs, m, out_dtype, residual, vec, matrices, interleave = host[0]
+    complex_, dtype, pairs, m, out_dtype, residual, vec, matrices, interleave, _ = host[0]
     shape = (16, 20)              # columns 12-19 drawn at random (values)
     products = [pair_products(rng, m, shape, dtype, complex_) for _ in range(pairs)]
     shifts = SHIFTS[pairs]

@@ -55,6 +55,16 @@
 #ifndef VEC
 #define VEC 1
 #endif
+// int8 residues (PROD_T signed char): BYTE_CONVERT 1 converts them by I2F after Karatsuba's
+// differences in integers (0: to_double's exact float64 trick, as int32/int64 products);
+// BYTE_REDUCE 0 skips reduce_mod of a complex product's differences (cupy_backend.epilogue:
+// OZAKI_EPILOGUE_BYTES="convert,reduce" sets both, for bench/device_run.sh's comparison).
+#ifndef BYTE_CONVERT
+#define BYTE_CONVERT 1
+#endif
+#ifndef BYTE_REDUCE
+#define BYTE_REDUCE 1
+#endif
 #if VEC != 1 && !defined(SINGLE_PAIR)
 #error "VEC > 1 needs SINGLE_PAIR (one Kulisch accumulator a output in registers)"
 #endif
@@ -129,21 +139,35 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
 #pragma unroll
                 for (int u = 0; u < VEC; ++u) {
                     double x[NOUT];
+                    if constexpr (sizeof(PROD_T) == 1 && BYTE_CONVERT) {
+                        // int8 residues: Karatsuba's differences in integers, converted by I2F
+                        // (one issue slot; to_double's three: 2,248 -> SASS instructions a complex
+                        // output at 25 moduli, ptxas 13.0)
+                        const int p1 = y[0].v[u], p2 = y[1].v[u];
 #ifdef COMPLEX
-                    // |P| < 2**51 (k 2**14 with k below 2**37): the differences are exact.
-                    double p1 = to_double(y[0].v[u]), p2 = to_double(y[1].v[u]);
-                    x[0] = p1 - p2;
-                    x[1] = to_double(y[2].v[u]) - p1 - p2;
+                        x[0] = (double)(p1 - p2);
+                        x[1] = (double)(y[2].v[u] - p1 - p2);
 #else
-                    x[0] = to_double(y[0].v[u]);
+                        x[0] = (double)p1;
 #endif
+                    } else {
+#ifdef COMPLEX
+                        // |P| < 2**51 (k 2**14 with k below 2**37): the differences are exact.
+                        double p1 = to_double(y[0].v[u]), p2 = to_double(y[1].v[u]);
+                        x[0] = p1 - p2;
+                        x[1] = to_double(y[2].v[u]) - p1 - p2;
+#else
+                        x[0] = to_double(y[0].v[u]);
+#endif
+                    }
 #pragma unroll
                     for (int o = 0; o < NOUT; ++o)   // int8 residues of a real product are within
-                        // crt_add's range as they are.  (Skipping the reduction of their Karatsuba
-                        // differences, |x| <= 384, is exact too, but made fftn 256^3's complex
-                        // epilogue 3.5 -> 5.3 ms on the H200, runs 7a7d6fa, bdda360: ptxas then
-                        // scheduled the byte loads with fewer registers.)
-                        crt_add(S[u][o], (sizeof(PROD_T) == 1 && NIN == 1) ? x[o] : reduce_mod(x[o], i), i);
+                        // crt_add's range as they are, and so are their Karatsuba differences
+                        // (|x| <= 384) where BYTE_REDUCE is 0.  (That made fftn 256^3's complex
+                        // epilogue 3.5 -> 5.3 ms on the H200 with to_double's conversions, runs
+                        // 7a7d6fa, bdda360: ptxas then scheduled the byte loads with fewer registers.)
+                        crt_add(S[u][o], (sizeof(PROD_T) == 1 && (NIN == 1 || !BYTE_REDUCE)) ? x[o] : reduce_mod(x[o], i),
+                                i);
                 }
             }
 #ifdef SINGLE_PAIR
