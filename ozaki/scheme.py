@@ -386,12 +386,14 @@ def make_plan(xp, A, Bt, mode, num_moduli, backend, parts=1, batch=1, path="cubl
     return plan_accurate(xp, A, Bt, m, backend, parts, batch, path)
 
 
-def _part_residues(X_parts, beta, width, plan, count, backend, m=None):
+def _part_residues(X_parts, beta, width, plan, count, backend, m=None, quarter=None):
     """Per part the residues of ``count`` slices of ``width`` bits (0: one truncated slice)
     above the bottoms beta, modulo the first m moduli (default: the plan's); complex, then
-    the sums' (Karatsuba's Ar + Ai): the backend's residues_of_parts, a slice at a time."""
+    the sums' (Karatsuba's Ar + Ai): the backend's residues_of_parts, a slice at a time.
+    ``quarter``: their radix-4 butterflies instead (_quarter_product's)."""
     slices = [backend.residues_of_parts(X_parts, beta + t * width, width or None, m or plan.num_moduli,
-                                        plan.nearest) for t in range(count)]
+                                        plan.nearest, **({} if quarter is None else {"quarter": quarter}))
+              for t in range(count)]
     return [list(part) for part in zip(*slices)]
 
 
@@ -484,24 +486,28 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
     # per slice pair (t, u), its weight in the Kulisch accumulator, in limbs
     shifts = [(t * wa + u * wb) // LIMB_BITS for t in range(plan.slices_a) for u in range(plan.slices_b)]
 
-    def slices(X_parts, lo, hi, beta, width, count, ready):
+    def slices(X_parts, lo, hi, beta, width, count, ready, quarter=None):
         if ready is not None and ready.fits(width, count):
             return ready.residues(plan, lo, hi)
         if ready is not None and ready.pair:           # its rows hold X alone, not X + low
             raise RuntimeError("an exact pair operand (prepare_pair) cannot take this product's slicing")
-        return _part_residues([X[lo:hi] for X in X_parts], beta[lo:hi], width, plan, count, backend)
+        return _part_residues([X[lo:hi] for X in X_parts], beta[lo:hi], width, plan, count, backend,
+                              quarter=quarter)
 
     for j0 in range(0, n, nb):
         rb = slices(Bt_parts, j0, j0 + nb, plan.beta_b, wb, plan.slices_b, prepared[1])
         for i0 in range(0, m, mb):
-            ra = slices(A_parts, i0, i0 + mb, plan.beta_a, wa, plan.slices_a, prepared[0])
+            # _quarter_product's butterflies formed with the residues where A's are made here
+            butterflied = quarter is not None and prepared[0] is None
+            ra = slices(A_parts, i0, i0 + mb, plan.beta_a, wa, plan.slices_a, prepared[0],
+                        quarter if butterflied else None)
             beta_a, beta_b = plan.beta_a[i0:i0 + mb], plan.beta_b[j0:j0 + nb]
             # a block of C is written where it lies (at 16384^2 in two row blocks, copying
             # them took 1.4 of 110 ms on the H100, run 024cda9)
             into = None if whole else [c[0, i0:i0 + mb, j0:j0 + nb] for c in C]
             if quarter is not None:
                 block = _quarter_product(ra, prepared[1], quarter, shifts, plan, backend, beta_a, beta_b, substrate,
-                                         path, out_dtype, residual)
+                                         path, out_dtype, residual, butterflied)
                 if not whole:
                     for c, b in zip(into, block):
                         c[...] = b[0]
@@ -544,7 +550,8 @@ def quarter_columns(n):
     return (4 * np.arange(n // 4)[None, :] + np.arange(4)[:, None]).ravel()
 
 
-def _quarter_product(ra, B, sign, shifts, plan, backend, beta_a, beta_b, substrate, path, out_dtype, residual):
+def _quarter_product(ra, B, sign, shifts, plan, backend, beta_a, beta_b, substrate, path, out_dtype, residual,
+                     butterflied=False):
     """A @ F for a complex F with F[q r + j, 4 c + s] = (sign i)**(r s) F[j, 4 c + s]
     (n = 4 q; the DFT matrix's quarter turns, exact for correctly rounded roots): output
     column 4 c + s is sum_j z_s[j] F[j, 4 c + s] with z_s = sum_r (sign i)**(r s)
@@ -553,11 +560,12 @@ def _quarter_product(ra, B, sign, shifts, plan, backend, beta_a, beta_b, substra
     quarter's inner length give every output's exact integer, the same as one product
     with F, in a quarter of the int8 work: one stacked product (batch 4), one epilogue
     writing column c of product s at 4 c + s (``interleave``).
-    ``ra``: A's residues per part (Re, Im, sums) and slice; the parts come back (1, m, n)."""
+    ``ra``: A's residues per part (Re, Im, sums) and slice, or with ``butterflied`` their
+    butterflies already (residues_of_parts' ``quarter``); the parts come back (1, m, n)."""
     xp = backend.xp
-    m = ra[0][0].shape[1]
     n = beta_b.shape[0]
-    za = [list(z) for z in zip(*(backend.butterfly4(re, im, plan.num_moduli, sign) for re, im in zip(ra[0], ra[1])))]
+    za = ra if butterflied else [list(z) for z in zip(*(backend.butterfly4(re, im, plan.num_moduli, sign)
+                                                        for re, im in zip(ra[0], ra[1])))]
     zb = B.quarter_residues(plan)
     beta_bq = beta_b[xp.asarray(quarter_columns(n))]
     beta_aq = xp.concatenate([beta_a] * 4)

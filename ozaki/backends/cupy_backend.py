@@ -208,9 +208,10 @@ def _num_regs(kern):
 
 
 @functools.lru_cache(maxsize=None)
-def _residues_kernel(m, wide, device, unroll, parts=1):
-    """residues.cu's kernel for m moduli (``unroll``: RESIDUE_UNROLL; ``parts``: PARTS)."""
-    defines = (("NMOD", m), ("WIDE_DIGITS", int(wide)), ("PARTS", parts))
+def _residues_kernel(m, wide, device, unroll, parts=1, quarters=False):
+    """residues.cu's kernel for m moduli (``unroll``: RESIDUE_UNROLL; ``parts``: PARTS;
+    ``quarters``: QUARTERS)."""
+    defines = (("NMOD", m), ("WIDE_DIGITS", int(wide)), ("PARTS", parts)) + ((("QUARTERS", 1),) if quarters else ())
     if unroll is not None:
         return _kernel("residues.cu", "residues", defines + (("MODULI_UNROLL", min(unroll, m) or m),), device, (m,))
     kern = _kernel("residues.cu", "residues", defines + (("MODULI_UNROLL", m),), device, (m,))
@@ -228,17 +229,20 @@ def _residue_rows(x):
     return x, (x.strides[0] // 8 if rows > 1 else k)
 
 
-def _launch_residues(x, x_im, ld, beta, width, m, nearest, parts):
-    """residues.cu over rows x (and x_im, PARTS 2, the same ld): (parts + parts // 2, m, rows, kpad)."""
+def _launch_residues(x, x_im, ld, beta, width, m, nearest, parts, quarter=None):
+    """residues.cu over rows x (and x_im, PARTS 2, the same ld): (parts + parts // 2, m, rows, kpad);
+    ``quarter`` (PARTS 2, k a multiple of 16): the butterflies' sign (QUARTERS), the stacks
+    then (3, m, 4 rows, kpad / 4)."""
     rows, k = x.shape
     kpad = _padded(k)
     out = cupy.empty((parts + parts // 2, m, rows, kpad), dtype=cupy.int8)
-    kern = _residues_kernel(m, _wide_digits(m, width, k), _device(), RESIDUE_UNROLL, parts)
+    kern = _residues_kernel(m, _wide_digits(m, width, k), _device(), RESIDUE_UNROLL, parts, quarter is not None)
     grid, block = _grid(rows * kpad * parts // 8)
     kern(grid, block, (x, np.int64(ld), np.int64(rows), np.int64(k),
                        np.int64(kpad), cupy.ascontiguousarray(beta, dtype=cupy.int64),
-                       np.int32(width or 0), np.int32(bool(nearest)), _pow2(m, _device()), out, x_im))
-    return out
+                       np.int32(width or 0), np.int32(bool(nearest)), _pow2(m, _device()), out, x_im,
+                       np.int32(quarter or 0)))
+    return out if quarter is None else out.reshape(3, m, 4 * rows, kpad // 4)
 
 
 def residues(x, beta, width, m, nearest=False):
@@ -253,17 +257,24 @@ def residues(x, beta, width, m, nearest=False):
 RESIDUE_PARTS_MAX_MODULI = 42
 
 
-def residues_of_parts(parts, beta, width, m, nearest=False):
+def residues_of_parts(parts, beta, width, m, nearest=False, quarter=None):
     """As numpy_backend.residues_of_parts.  A complex operand's two parts whose rows lie the
     same distance apart (operand_rows' halves of [Re | Im] rows) in one pass of residues.cu
     (PARTS 2: both parts' residues and their sums' from one read of the rows), up to
-    RESIDUE_PARTS_MAX_MODULI; else a pass a part and add_residues."""
+    RESIDUE_PARTS_MAX_MODULI; else a pass a part and add_residues.  ``quarter``: their
+    radix-4 butterflies instead, formed in that pass (QUARTERS; rows of a multiple of 16
+    entries), else by butterfly4 after it."""
     rows = [_residue_rows(x) for x in parts]
     if len(parts) == 2 and m <= RESIDUE_PARTS_MAX_MODULI and _new_kernel("residue_parts"):
         (re, ld), (im, ld_im) = rows
         if re.shape == im.shape and ld == ld_im:
-            return list(_launch_residues(re, im, ld, beta, width, m, nearest, 2))
+            if quarter is not None and re.shape[1] % 16 == 0 and _new_kernel("residue_quarters"):
+                return list(_launch_residues(re, im, ld, beta, width, m, nearest, 2, quarter))
+            rs = list(_launch_residues(re, im, ld, beta, width, m, nearest, 2))
+            return rs if quarter is None else butterfly4(rs[0], rs[1], m, quarter)
     rs = [_launch_residues(x, x, ld, beta, width, m, nearest, 1)[0] for x, ld in rows]
+    if quarter is not None:
+        return butterfly4(rs[0], rs[1], m, quarter)
     if len(parts) == 2:
         rs.append(add_residues(rs[0], rs[1], m))
     return rs
@@ -374,7 +385,11 @@ def flags_found(flags_a, flags_b, host=True):
 #                     there in a launch a part; fftn 512^3's 2.4 ms in 6 launches after)
 # with the FFT's 25 moduli (plans.product_roots): fftn 1024^3 1103.4 -> 935.6 ms on the
 # H200 (a58be93 -> 90ad4e5), 512^3 115.4 -> 101.0, 2^16 6.63 -> 3.95.
-NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts")
+# Not yet run:
+#   residue_quarters  scheme._quarter_product's butterflies formed in the residues.cu pass
+#                     (QUARTERS), not by butterfly4 after it (one read and write fewer of
+#                     the residues: about 125 of 150 bytes a point of one axis at 25 moduli)
+NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts")
 
 

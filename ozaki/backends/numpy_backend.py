@@ -265,11 +265,15 @@ def butterfly4(re, im, m, sign):
     return [symmetric(z, p).astype(np.int8) for z in (zr, zi, zr + zi)]
 
 
-def residues_of_parts(parts, beta, width, m, nearest=False):
+def residues_of_parts(parts, beta, width, m, nearest=False, quarter=None):
     """The residues of each part's slice digits (``residues``), and for two parts (a
     complex operand's real and imaginary rows, one bottom a row) those of their sums
-    (``add_residues``: Karatsuba's Ar + Ai): a list of one or three stacks (m, rows, k)."""
+    (``add_residues``: Karatsuba's Ar + Ai): a list of one or three stacks (m, rows, k).
+    ``quarter`` (two parts): the sign of their radix-4 butterflies (butterfly4), returned
+    instead: three stacks (m, 4 rows, k / 4)."""
     rs = [residues(x, beta, width, m, nearest) for x in parts]
+    if quarter is not None:
+        return butterfly4(rs[0], rs[1], m, quarter)
     if len(parts) == 2:
         rs.append(add_residues(rs[0], rs[1], m))
     return rs

@@ -24,6 +24,7 @@ SHIMS = r"""
 #include <cstdio>
 #include <cstring>
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 using std::fma; using std::floor;
 #define __device__
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
     std::vector<double> pow2((size_t)NMOD * MAX_SHIFT); fread(pow2.data(), 8, pow2.size(), in);
     std::vector<signed char> r((size_t)(PARTS + PARTS / 2) * NMOD * rows * kpad, 0);
     residues(x.data(), ld, rows, k, kpad, beta.data(), (int)h[3], (int)h[4], pow2.data(), r.data(),
-             PARTS == 2 ? xi.data() : x.data());
+             PARTS == 2 ? xi.data() : x.data(), argc > 3 ? atoi(argv[3]) : 0);
     fwrite(r.data(), 1, r.size(), out);
     fclose(in); fclose(out);
     return 0;
@@ -82,7 +83,7 @@ def host(request, tmp_path_factory):
     return m, host_build.build(tmp_path_factory, source, f"residues_m{m}_w{wide}_p{parts}"), parts
 
 
-def run(host, tmp_path, parts, beta, width, nearest, gap=0):
+def run(host, tmp_path, parts, beta, width, nearest, gap=0, sign=None):
     """The kernel's residues of the rows ``parts`` (a list of one or two (rows, k) arrays):
     (stacks, m, rows, kpad); ``gap``: the rows lie k + gap apart, the gaps full of values
     the kernel must not read (NaN and huge numbers)."""
@@ -100,8 +101,11 @@ def run(host, tmp_path, parts, beta, width, nearest, gap=0):
             wide.tofile(f)
         np.asarray(beta, dtype=np.int64).tofile(f)
         numpy_backend.pow2_table(m).astype(np.float64).tofile(f)
-    subprocess.run([exe, str(src), str(dst)], check=True)
-    return np.fromfile(dst, dtype=np.int8).reshape(count + count // 2, m, rows, kpad)
+    subprocess.run([exe, str(src), str(dst)] + ([str(sign)] if sign else []), check=True)
+    out = np.fromfile(dst, dtype=np.int8)
+    if sign:                      # QUARTERS: the butterflies' stacks
+        return out.reshape(3, m, 4 * rows, kpad // 4)
+    return out.reshape(count + count // 2, m, rows, kpad)
 
 
 def adversarial(rng, rows=24):
@@ -222,3 +226,33 @@ def test_butterfly4_matches_python_ints(butterfly_host, tmp_path, rng, sign):
                     zr, zi = int(z.real), int(z.imag)
                     want = [((v + p // 2) % p) - p // 2 for v in (zr, zi, zr + zi)]
                     assert [int(got[h, i, s * rows + row, j]) for h in range(3)] == want, (p, row, s, j)
+
+
+# QUARTERS (PARTS 2): the radix-4 butterflies formed with the residues; narrow (three pieces,
+# the two-step path) and wide (five pieces: the real quarters parked and read back)
+QUARTER_CONFIGS = [(16, 0), (25, 0), (27, 1)]
+
+
+@pytest.fixture(scope="module", params=QUARTER_CONFIGS, ids=[f"m{m}-wide{w}" for m, w in QUARTER_CONFIGS])
+def quarters_host(request, tmp_path_factory):
+    m, wide = request.param
+    source = (SHIMS + "using std::rint;\n" + f"#define NMOD {m}\n#define WIDE_DIGITS {wide}\n#define PARTS 2\n"
+              "#define QUARTERS 1\n" + constant_tables(m) + MAIN)
+    return m, host_build.build(tmp_path_factory, source, f"residues_quarters_m{m}_w{wide}"), 2
+
+
+@pytest.mark.parametrize("sign", [-1, 1])
+@pytest.mark.parametrize("width,nearest,gap", [(None, False, 0), (None, True, 29), (64, False, 0), (100, False, 3)])
+def test_quarters_match_numpy(quarters_host, tmp_path, rng, sign, width, nearest, gap):
+    """residues.cu QUARTERS == numpy_backend.residues_of_parts(..., quarter=sign) (the
+    residues, then butterfly4) on adversarial rows of 64 entries (q = 16) whose largest
+    shifts take every digit path, the rows read in place inside wider rows."""
+    x, beta = adversarial(rng)
+    x = np.concatenate([x, x[:, ::-1]], axis=1)[:, :64]
+    y = adversarial(rng)[0][::-1]
+    y = np.concatenate([y, -y], axis=1)[:, :64]
+    got = run(quarters_host, tmp_path, [x, y], beta, width, nearest, gap, sign)
+    want = numpy_backend.residues_of_parts([x, y], beta, width, quarters_host[0], nearest, quarter=sign)
+    assert len(want) == 3
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and np.array_equal(g, w)

@@ -212,7 +212,7 @@ def test_times_kernels_match_numpy(rng, spread):
 
 
 @pytest.mark.parametrize("m", [16, 25, 42])
-def test_butterfly4_kernel_matches_numpy(rng, m):
+def test_butterfly4_kernel_matches_numpy(rng, monkeypatch, m):
     """cupy_backend.butterfly4 (kernels/residues.cu) == numpy_backend.butterfly4: random
     residues with rows of the extremes, and the halves of residues_of_parts' stacks (planes
     apart as the product reads them)."""
@@ -233,6 +233,16 @@ def test_butterfly4_kernel_matches_numpy(rng, m):
     cpu = numpy_backend.residues_of_parts([x, y], beta, None, m)
     want = numpy_backend.butterfly4(cpu[0], cpu[1], m, -1)
     assert all(np.array_equal(g.get(), w) for g, w in zip(got, want))
+    # formed in the residue pass (residues.cu QUARTERS) and after it, halves of [Re | Im] rows
+    xy = np.concatenate([x, y], axis=1)
+    for sign in (-1, 1):
+        want = numpy_backend.residues_of_parts([x, y], beta, None, m, quarter=sign)
+        for kernels in ("all", "residue_parts"):
+            monkeypatch.setenv("OZAKI_NEW_KERNELS", kernels)
+            d = cupy.asarray(xy)
+            got = cupy_backend.residues_of_parts([d[:, :1024], d[:, 1024:]], cupy.asarray(beta), None, m,
+                                                 quarter=sign)
+            assert all(np.array_equal(g.get(), w) for g, w in zip(got, want)), (sign, kernels)
 
 
 @pytest.mark.parametrize("path", ["auto", "fused", "cublas", "cutlass"])

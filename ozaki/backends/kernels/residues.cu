@@ -51,6 +51,18 @@
 #define PARTS 1
 #endif
 #define COLS (PER_THREAD / PARTS)
+// QUARTERS 1 (with PARTS 2; cupy_backend.residues_of_parts' ``quarter``): the radix-4
+// butterflies of the residues (butterfly4 below) formed as they are made, for
+// scheme._quarter_product: a thread does one column j < q = kpad / 4 of a row, its eight
+// digits the real and imaginary parts at j, q + j, 2 q + j and 3 q + j, and writes z_s's
+// three residues (Re, Im, sum) at row s rows + row, column j of the three stacks: the
+// residues are written once, not written, read and written again by butterfly4.
+#ifndef QUARTERS
+#define QUARTERS 0
+#endif
+#if QUARTERS && PARTS != 2
+#error "QUARTERS needs PARTS 2"
+#endif
 
 #include "modular.cuh"
 
@@ -120,6 +132,33 @@ __device__ __forceinline__ double residue_of_pieces(const double (&v)[NP], const
     return fma(-t, c[0], x);
 }
 
+// v mod p in the symmetric range for |v| <= 2048 (a butterfly's sums of residues):
+// v - p round(v / p) with the quotient as (v M + 2**19) >> 20, M = round(2**20 / p).  Exact:
+// its error, below 2048 / 2**21, is less than the 1 / (2 p) by which v / p misses a
+// half-integer for odd p, and p = 256 gives floor((v + 128) / 256): numpy's symmetric range.
+__device__ __forceinline__ signed char near_residue(int v, int p, int M) {
+    return (signed char)(v - p * ((v * M + (1 << 19)) >> 20));
+}
+
+// The radix-4 butterflies of one column's residues mod p (numpy_backend.butterfly4):
+// a[r], b[r] the real and imaginary parts' residues of x_(q r + j); z[h][s] the residues of
+// Re z_s, Im z_s and their sum, z_s = sum_r (sign i)**(r s) x_(q r + j).  |z| <= 4 * 128.
+__device__ __forceinline__ void butterfly(const int (&a)[4], const int (&b)[4], int sign, int p, int M,
+                                          signed char (&z)[3][4]) {
+    const int ur = a[0] + a[2], ui = b[0] + b[2], vr = a[1] + a[3], vi = b[1] + b[3];
+    const int dr = a[0] - a[2], di = b[0] - b[2];
+    const int er = sign * (a[1] - a[3]), ei = sign * (b[1] - b[3]);
+    // z1 = d + (sign i) e, z3 = d - (sign i) e
+    const int zr[4] = {ur + vr, dr - ei, ur - vr, dr + ei};
+    const int zi[4] = {ui + vi, di + er, ui - vi, di - er};
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+        z[0][t] = near_residue(zr[t], p, M);
+        z[1][t] = near_residue(zi[t], p, M);
+        z[2][t] = near_residue(zr[t] + zi[t], p, M);
+    }
+}
+
 template <int CH> struct Bytes;
 template <> struct Bytes<8> { typedef uint2 type; };
 template <> struct Bytes<4> { typedef unsigned int type; };
@@ -138,8 +177,34 @@ __device__ __forceinline__ signed char add_mod(int a, int b, int p, int h) {
 // parts (CH = 8), else (CH = 4, the five-piece path) the imaginary half's with the real
 // half's bytes read back (this thread's own store, just before).
 template <int CH, int J0>
-__device__ __forceinline__ void put(signed char* dst, long long plane, int i, const signed char (&c)[CH]) {
-#if PARTS == 1
+__device__ __forceinline__ void put(signed char* dst, long long plane, int i, const signed char (&c)[CH],
+                                    int sign) {
+#if QUARTERS
+    // digits 0..3: the real part's quarters, 4..7 the imaginary part's; z_s at dst + s rows q
+    // (rows q = plane / 4) of each stack.  Five pieces (CH = 4): the real half's bytes parked
+    // where z_0..z_3's real parts go, read back by the imaginary half (this thread's own).
+    static_assert(CH == 8 || CH == 4, "QUARTERS: four quarters of each part");
+    const long long stack = (long long)NMOD * plane, quarter = plane / 4;
+    signed char* at = dst + i * plane;
+    if constexpr (CH == 4 && J0 == 0) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) at[r * quarter] = c[r];
+    } else {
+        int a[4], b[4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            if constexpr (CH == 8) { a[r] = c[r]; b[r] = c[4 + r]; }
+            else { a[r] = at[r * quarter]; b[r] = c[r]; }
+        }
+        const int p = (int)MOD_P[i], M = (int)rint(0x1p20 * MOD_INV[i]);
+        signed char z[3][4];
+        butterfly(a, b, sign, p, M, z);
+#pragma unroll
+        for (int h = 0; h < 3; ++h)
+#pragma unroll
+            for (int t = 0; t < 4; ++t) at[h * stack + t * quarter] = z[h][t];
+    }
+#elif PARTS == 1
     union { signed char c[CH]; typename Bytes<CH>::type u; } pack;
 #pragma unroll
     for (int j = 0; j < CH; ++j) pack.c[j] = c[j];
@@ -181,7 +246,8 @@ __device__ __forceinline__ void put(signed char* dst, long long plane, int i, co
 template <int NP, int CH, int J0>
 __device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)[PER_THREAD],
                                                    const int (&s)[PER_THREAD], const bool (&neg)[PER_THREAD],
-                                                   signed char* dst, long long plane, const double (*rows)[8]) {
+                                                   signed char* dst, long long plane, const double (*rows)[8],
+                                                   int sign) {
     double v[CH][NP];
 #pragma unroll
     for (int j = 0; j < CH; ++j) pieces<NP>(q[J0 + j], s[J0 + j], neg[J0 + j], v[j]);
@@ -195,7 +261,7 @@ __device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)
 #pragma unroll
         for (int j = 0; j < CH; ++j)
             c[j] = (signed char)__double2loint(residue_of_pieces<NP>(v[j], rows[i]) + MAGIC);
-        put<CH, J0>(dst, plane, i, c);
+        put<CH, J0>(dst, plane, i, c, sign);
     }
 }
 
@@ -212,19 +278,20 @@ extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x
                                     int nearest,
                                     const double* __restrict__ pow2,     // (NMOD, MAX_SHIFT)
                                     signed char* __restrict__ out,       // (PARTS 2: three stacks)
-                                    const double* __restrict__ x_im) {   // PARTS 2: the imaginary rows
+                                    const double* __restrict__ x_im,     // PARTS 2: the imaginary rows
+                                    int sign) {                          // QUARTERS: the butterflies' sign
 #if WIDE_DIGITS
     __shared__ double wide_rows[NMOD][8];
     for (int c = threadIdx.x; c < NMOD * 8; c += blockDim.x) wide_rows[c / 8][c % 8] = MOD_ROW[c / 8][c % 8];
     __syncthreads();
 #endif
-    long long groups = kpad / COLS;
+    long long groups = QUARTERS ? kpad / 4 : kpad / COLS;   // QUARTERS: q columns, one a thread
     long long total = rows * groups;
     long long plane = rows * kpad;
     for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
          t += (long long)gridDim.x * blockDim.x) {
         long long row = t / groups;
-        long long col = (t - row * groups) * COLS;
+        long long col = (t - row * groups) * (QUARTERS ? 1 : COLS);
         long long b = beta[row];
         bool neg[PER_THREAD];
         unsigned long long q[PER_THREAD];
@@ -233,15 +300,15 @@ extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x
 #pragma unroll
         for (int j = 0; j < PER_THREAD; ++j) {
             const double* part = (PARTS == 2 && j >= COLS) ? x_im : x;
-            long long c = col + j % COLS;
+            long long c = QUARTERS ? col + (j % COLS) * groups : col + j % COLS;
             double v = (c < k) ? part[row * ld + c] : 0.0;
             digit(v, b, width, nearest, neg[j], q[j], s[j]);
             smax = max(smax, s[j]);
         }
-        signed char* dst = out + row * kpad + col;
+        signed char* dst = out + (QUARTERS ? row * groups : row * kpad) + col;
         if (smax <= 24) {
             // below 2**77: the fast and accurate modes' digits at up to 21 moduli
-            residues_by_pieces<3, 8, 0>(q, s, neg, dst, plane, MOD_ROW);
+            residues_by_pieces<3, 8, 0>(q, s, neg, dst, plane, MOD_ROW, sign);
 #if WIDE_DIGITS
         } else if (smax <= 76) {
             // below 2**129: accurate mode's from 22 moduli on (three pieces took the
@@ -252,8 +319,8 @@ extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x
             // (19.4 ms, run ae0bef0), eight-byte stores (18.4, c4e5735), the fold in
             // 64-bit integers (20.9, 2288d26).  Four digits at a time: eight digits of
             // five pieces, 40 doubles, would take 80 registers.
-            residues_by_pieces<5, 4, 0>(q, s, neg, dst, plane, wide_rows);
-            residues_by_pieces<5, 4, 4>(q, s, neg, dst, plane, wide_rows);
+            residues_by_pieces<5, 4, 0>(q, s, neg, dst, plane, wide_rows, sign);
+            residues_by_pieces<5, 4, 4>(q, s, neg, dst, plane, wide_rows, sign);
 #endif
         } else {
             // Larger digits (exact-mode slices): (q mod p)(2**s mod p), reduced again.
@@ -268,7 +335,7 @@ extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x
                     double r = mod_symmetric(mod_symmetric(qd, p, MOD_INV[i], h) * tab[s[j]], p, MOD_INV[i], h);
                     c[j] = (signed char)__double2loint(r + MAGIC);
                 }
-                put<PER_THREAD, 0>(dst, plane, i, c);
+                put<PER_THREAD, 0>(dst, plane, i, c, sign);
             }
         }
     }
@@ -312,15 +379,8 @@ extern "C" __global__ void add_residues(const signed char* __restrict__ x, long 
 // bytes apart, columns q r + j), into three stacks (NMOD, 4 rows, q) of Re z, Im z and
 // their sums, one after another; row s rows + row holds z_s of that row.  Modulus
 // i = blockIdx.y; a thread does four columns j of one row (four-byte loads and stores: q
-// and ld multiples of 4, the planes 4-byte aligned; the host checks).  |z| <= 4 * 128
-// (sums 1024), so v - p round(v / p) with the quotient as (v M + 2**19) >> 20,
-// M = round(2**20 / p), is exact: its error, below 1024 / 2**21, is less than the
-// 1 / (2 p) by which v / p misses a half-integer for odd p, and p = 256 gives
-// floor((v + 128) / 256): the symmetric range, as numpy's.
-__device__ __forceinline__ signed char near_residue(int v, int p, int M) {
-    return (signed char)(v - p * ((v * M + (1 << 19)) >> 20));
-}
-
+// and ld multiples of 4, the planes 4-byte aligned; the host checks).  (QUARTERS above
+// forms them with the residues; this pass serves residues made apart.)
 extern "C" __global__ void butterfly4(const signed char* __restrict__ re, const signed char* __restrict__ im,
                                       long long in_plane, long long ld, long long rows, long long q, int sign,
                                       signed char* __restrict__ out) {
@@ -345,19 +405,15 @@ extern "C" __global__ void butterfly4(const signed char* __restrict__ re, const 
         }
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-            const int ur = a[0].c[c] + a[2].c[c], ui = b[0].c[c] + b[2].c[c];
-            const int vr = a[1].c[c] + a[3].c[c], vi = b[1].c[c] + b[3].c[c];
-            const int dr = a[0].c[c] - a[2].c[c], di = b[0].c[c] - b[2].c[c];
-            const int er = sign * (a[1].c[c] - a[3].c[c]), ei = sign * (b[1].c[c] - b[3].c[c]);
-            // z1 = d + (sign i) e, z3 = d - (sign i) e
-            const int zr[4] = {ur + vr, dr - ei, ur - vr, dr + ei};
-            const int zi[4] = {ui + vi, di + er, ui - vi, di - er};
+            int ac[4], bc[4];
+            signed char zc[3][4];
 #pragma unroll
-            for (int s = 0; s < 4; ++s) {
-                z[0][s].c[c] = near_residue(zr[s], p, M);
-                z[1][s].c[c] = near_residue(zi[s], p, M);
-                z[2][s].c[c] = near_residue(zr[s] + zi[s], p, M);
-            }
+            for (int r = 0; r < 4; ++r) { ac[r] = a[r].c[c]; bc[r] = b[r].c[c]; }
+            butterfly(ac, bc, sign, p, M, zc);
+#pragma unroll
+            for (int h = 0; h < 3; ++h)
+#pragma unroll
+                for (int t2 = 0; t2 < 4; ++t2) z[h][t2].c[c] = zc[h][t2];
         }
 #pragma unroll
         for (int h = 0; h < 3; ++h)
