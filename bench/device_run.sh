@@ -454,7 +454,7 @@ elif [ "$profile" = s17a ]; then
 elif [ "$profile" = s17b ]; then
     export OZAKI_NEW_KERNELS=all        # residue_quarters: off by default until this run
     gpu_tests gpu_fft 150 tests/fft/test_fft_gpu.py
-    gpu_tests gpu_epilogue 60 tests/backends/test_cupy_backend.py -k "epilogue or complex or stack"
+    gpu_tests gpu_epilogue 70 tests/backends/test_cupy_backend.py -k "epilogue or complex or stack or residues"
     stage fft 80 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
         --sizes 65536 1048576 --repeats 3 --out "$W/fft.json"
     stage fft_one_product 50 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 256 512 \

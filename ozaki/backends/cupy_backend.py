@@ -221,15 +221,17 @@ def _residues_kernel(m, wide, device, unroll, parts=1, quarters=False):
 
 
 def _residue_rows(x):
-    """x (rows, k) as residues.cu reads it: float64 rows of contiguous entries, any row
-    stride (a [Re | Im] row's half is read in place); (x, ld)."""
+    """x (rows, k) as residues.cu reads it: float64 rows of entries one or two doubles
+    apart, any row stride (a [Re | Im] row's half, or a complex row's Re or Im of its
+    interleaved pairs, read in place); (x, ld, es)."""
     rows, k = x.shape
-    if x.dtype != cupy.float64 or (k > 1 and x.strides[1] != 8) or (rows > 1 and x.strides[0] % 8):
+    if (x.dtype != cupy.float64 or (k > 1 and x.strides[1] not in (8, 16)) or (rows > 1 and x.strides[0] % 8)):
         x = cupy.ascontiguousarray(x, dtype=cupy.float64)
-    return x, (x.strides[0] // 8 if rows > 1 else k)
+    return x, (x.strides[0] // 8 if rows > 1 else k * (x.strides[1] // 8 if k > 1 else 1)), \
+        (x.strides[1] // 8 if k > 1 else 1)
 
 
-def _launch_residues(x, x_im, ld, beta, width, m, nearest, parts, quarter=None):
+def _launch_residues(x, x_im, ld, beta, width, m, nearest, parts, quarter=None, es=1):
     """residues.cu over rows x (and x_im, PARTS 2, the same ld): (parts + parts // 2, m, rows, kpad);
     ``quarter`` (PARTS 2, k a multiple of 16): the butterflies' sign (QUARTERS), the stacks
     then (3, m, 4 rows, kpad / 4)."""
@@ -241,15 +243,15 @@ def _launch_residues(x, x_im, ld, beta, width, m, nearest, parts, quarter=None):
     kern(grid, block, (x, np.int64(ld), np.int64(rows), np.int64(k),
                        np.int64(kpad), cupy.ascontiguousarray(beta, dtype=cupy.int64),
                        np.int32(width or 0), np.int32(bool(nearest)), _pow2(m, _device()), out, x_im,
-                       np.int32(quarter or 0)))
+                       np.int32(quarter or 0), np.int64(es)))
     return out if quarter is None else out.reshape(3, m, 4 * rows, kpad // 4)
 
 
 def residues(x, beta, width, m, nearest=False):
     """int8 residues (m, rows, kpad) of the slice digits of x; kpad = k rounded up to 16.
     Rows whose entries are contiguous are read where they lie (any row stride)."""
-    x, ld = _residue_rows(x)
-    return _launch_residues(x, x, ld, beta, width, m, nearest, 1)[0]
+    x, ld, es = _residue_rows(x)
+    return _launch_residues(x, x, ld, beta, width, m, nearest, 1, es=es)[0]
 
 
 # residues.cu PARTS 2 holds PARTS 1's registers and spills (ptxas, CUDA 13.0, sm_90a) up
@@ -266,13 +268,13 @@ def residues_of_parts(parts, beta, width, m, nearest=False, quarter=None):
     entries), else by butterfly4 after it."""
     rows = [_residue_rows(x) for x in parts]
     if len(parts) == 2 and m <= RESIDUE_PARTS_MAX_MODULI and _new_kernel("residue_parts"):
-        (re, ld), (im, ld_im) = rows
-        if re.shape == im.shape and ld == ld_im:
+        (re, ld, es), (im, ld_im, es_im) = rows
+        if re.shape == im.shape and (ld, es) == (ld_im, es_im):
             if quarter is not None and re.shape[1] % 16 == 0 and _new_kernel("residue_quarters"):
-                return list(_launch_residues(re, im, ld, beta, width, m, nearest, 2, quarter))
-            rs = list(_launch_residues(re, im, ld, beta, width, m, nearest, 2))
+                return list(_launch_residues(re, im, ld, beta, width, m, nearest, 2, quarter, es))
+            rs = list(_launch_residues(re, im, ld, beta, width, m, nearest, 2, es=es))
             return rs if quarter is None else butterfly4(rs[0], rs[1], m, quarter)
-    rs = [_launch_residues(x, x, ld, beta, width, m, nearest, 1)[0] for x, ld in rows]
+    rs = [_launch_residues(x, x, ld, beta, width, m, nearest, 1, es=es)[0] for x, ld, es in rows]
     if quarter is not None:
         return butterfly4(rs[0], rs[1], m, quarter)
     if len(parts) == 2:

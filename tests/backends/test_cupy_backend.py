@@ -283,6 +283,14 @@ def test_residues_of_parts_kernel(rng, monkeypatch, m, width, nearest):
     assert sums
     for g, w in zip(got, want):
         assert np.array_equal(cupy.asnumpy(g)[:, :, :k], w)
+    # a complex row's interleaved (Re, Im) pairs read in place (entries two doubles apart:
+    # scheme.operand_rows' interleaved rows), in one pass and a pass a part
+    pairs = cupy.asarray(re + 1j * im).view(cupy.float64)
+    for kernels in ("residue_parts", "none"):
+        monkeypatch.setenv("OZAKI_NEW_KERNELS", kernels)
+        got = cupy_backend.residues_of_parts([pairs[:, 0::2], pairs[:, 1::2]], cupy.asarray(beta), width, m, nearest)
+        for g, w in zip(got, want):
+            assert np.array_equal(cupy.asnumpy(g)[:, :, :k], w), kernels
 
 
 @pytest.mark.parametrize("unroll", [0, 1, 2, 5])

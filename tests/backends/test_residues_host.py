@@ -62,8 +62,16 @@ int main(int argc, char** argv) {
     std::vector<long long> beta(rows); fread(beta.data(), 8, rows, in);
     std::vector<double> pow2((size_t)NMOD * MAX_SHIFT); fread(pow2.data(), 8, pow2.size(), in);
     std::vector<signed char> r((size_t)(PARTS + PARTS / 2) * NMOD * rows * kpad, 0);
-    residues(x.data(), ld, rows, k, kpad, beta.data(), (int)h[3], (int)h[4], pow2.data(), r.data(),
-             PARTS == 2 ? xi.data() : x.data(), argc > 3 ? atoi(argv[3]) : 0);
+    int sign = argc > 3 ? atoi(argv[3]) : 0, es = argc > 4 ? atoi(argv[4]) : 1;
+    if (es == 2) {                 // the parts' entries interleaved, (Re, Im) pairs, read in place
+        std::vector<double> z(2 * x.size());
+        for (size_t e = 0; e < x.size(); ++e) { z[2 * e] = x[e]; z[2 * e + 1] = PARTS == 2 ? xi[e] : -1e300; }
+        residues(z.data(), 2 * ld, rows, k, kpad, beta.data(), (int)h[3], (int)h[4], pow2.data(), r.data(),
+                 z.data() + 1, sign, 2);
+    } else {
+        residues(x.data(), ld, rows, k, kpad, beta.data(), (int)h[3], (int)h[4], pow2.data(), r.data(),
+                 PARTS == 2 ? xi.data() : x.data(), sign, 1);
+    }
     fwrite(r.data(), 1, r.size(), out);
     fclose(in); fclose(out);
     return 0;
@@ -83,7 +91,7 @@ def host(request, tmp_path_factory):
     return m, host_build.build(tmp_path_factory, source, f"residues_m{m}_w{wide}_p{parts}"), parts
 
 
-def run(host, tmp_path, parts, beta, width, nearest, gap=0, sign=None):
+def run(host, tmp_path, parts, beta, width, nearest, gap=0, sign=None, es=1):
     """The kernel's residues of the rows ``parts`` (a list of one or two (rows, k) arrays):
     (stacks, m, rows, kpad); ``gap``: the rows lie k + gap apart, the gaps full of values
     the kernel must not read (NaN and huge numbers)."""
@@ -101,7 +109,7 @@ def run(host, tmp_path, parts, beta, width, nearest, gap=0, sign=None):
             wide.tofile(f)
         np.asarray(beta, dtype=np.int64).tofile(f)
         numpy_backend.pow2_table(m).astype(np.float64).tofile(f)
-    subprocess.run([exe, str(src), str(dst)] + ([str(sign)] if sign else []), check=True)
+    subprocess.run([exe, str(src), str(dst), str(sign or 0), str(es)], check=True)
     out = np.fromfile(dst, dtype=np.int8)
     if sign:                      # QUARTERS: the butterflies' stacks
         return out.reshape(3, m, 4 * rows, kpad // 4)
@@ -117,14 +125,16 @@ def adversarial(rng, rows=24):
     return x, beta
 
 
-@pytest.mark.parametrize("width,nearest,gap", [(None, False, 0), (None, True, 0), (64, False, 0), (100, False, 0),
-                                               (None, True, 29)])
-def test_residues_match_numpy(host, tmp_path, rng, width, nearest, gap):
-    """gap 29: rows read in place inside wider rows (a complex operand's [Re | Im] halves).
+@pytest.mark.parametrize("width,nearest,gap,es", [(None, False, 0, 1), (None, True, 0, 1), (64, False, 0, 1),
+                                                  (100, False, 0, 1), (None, True, 29, 1), (None, False, 0, 2),
+                                                  (100, True, 5, 2)])
+def test_residues_match_numpy(host, tmp_path, rng, width, nearest, gap, es):
+    """gap 29: rows read in place inside wider rows (a complex operand's [Re | Im] halves);
+    es 2: entries two doubles apart (a complex row's interleaved pairs, read in place).
     Two parts: the imaginary rows another adversarial draw under the same bottoms."""
     x, beta = adversarial(rng)
     parts = [x] if host[2] == 1 else [x, adversarial(rng)[0][::-1]]
-    got = run(host, tmp_path, parts, beta, width, nearest, gap)
+    got = run(host, tmp_path, parts, beta, width, nearest, gap, es=es)
     want = numpy_backend.residues_of_parts(parts, beta, width, host[0], nearest)
     k = x.shape[1]
     assert len(got) == len(want)
@@ -242,8 +252,9 @@ def quarters_host(request, tmp_path_factory):
 
 
 @pytest.mark.parametrize("sign", [-1, 1])
-@pytest.mark.parametrize("width,nearest,gap", [(None, False, 0), (None, True, 29), (64, False, 0), (100, False, 3)])
-def test_quarters_match_numpy(quarters_host, tmp_path, rng, sign, width, nearest, gap):
+@pytest.mark.parametrize("width,nearest,gap,es", [(None, False, 0, 1), (None, True, 29, 1), (64, False, 0, 2),
+                                                  (100, False, 3, 1), (100, True, 0, 2)])
+def test_quarters_match_numpy(quarters_host, tmp_path, rng, sign, width, nearest, gap, es):
     """residues.cu QUARTERS == numpy_backend.residues_of_parts(..., quarter=sign) (the
     residues, then butterfly4) on adversarial rows of 64 entries (q = 16) whose largest
     shifts take every digit path, the rows read in place inside wider rows."""
@@ -251,7 +262,7 @@ def test_quarters_match_numpy(quarters_host, tmp_path, rng, sign, width, nearest
     x = np.concatenate([x, x[:, ::-1]], axis=1)[:, :64]
     y = adversarial(rng)[0][::-1]
     y = np.concatenate([y, -y], axis=1)[:, :64]
-    got = run(quarters_host, tmp_path, [x, y], beta, width, nearest, gap, sign)
+    got = run(quarters_host, tmp_path, [x, y], beta, width, nearest, gap, sign, es)
     want = numpy_backend.residues_of_parts([x, y], beta, width, quarters_host[0], nearest, quarter=sign)
     assert len(want) == 3
     for g, w in zip(got, want):

@@ -237,12 +237,13 @@ def test_butterfly4_kernel_matches_numpy(rng, monkeypatch, m):
     xy = np.concatenate([x, y], axis=1)
     for sign in (-1, 1):
         want = numpy_backend.residues_of_parts([x, y], beta, None, m, quarter=sign)
+        d = cupy.asarray(xy)
+        pairs = cupy.asarray(x + 1j * y).view(cupy.float64)
         for kernels in ("all", "residue_parts"):
             monkeypatch.setenv("OZAKI_NEW_KERNELS", kernels)
-            d = cupy.asarray(xy)
-            got = cupy_backend.residues_of_parts([d[:, :1024], d[:, 1024:]], cupy.asarray(beta), None, m,
-                                                 quarter=sign)
-            assert all(np.array_equal(g.get(), w) for g, w in zip(got, want)), (sign, kernels)
+            for parts in ([d[:, :1024], d[:, 1024:]], [pairs[:, 0::2], pairs[:, 1::2]]):
+                got = cupy_backend.residues_of_parts(parts, cupy.asarray(beta), None, m, quarter=sign)
+                assert all(np.array_equal(g.get(), w) for g, w in zip(got, want)), (sign, kernels)
 
 
 @pytest.mark.parametrize("path", ["auto", "fused", "cublas", "cutlass"])

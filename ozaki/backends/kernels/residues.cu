@@ -6,8 +6,9 @@
 // q * 2**s with q < 2**53; its residue modulo p, negated for negative x, in the
 // symmetric range [-floor(p/2), ceil(p/2) - 1].
 //
-// x holds ``rows`` rows of k contiguous entries, row r at x + r * ld: ``ld`` is
-// cupy_backend._residue_rows' x.strides[0] / 8, any signed value, not only >= k: 2 k for a
+// x holds ``rows`` rows of k entries ``es`` doubles apart (1, or 2 for a complex operand's
+// parts read in place from its interleaved (Re, Im) pairs: cupy_backend._residue_rows), row r
+// at x + r * ld: ``ld`` is x.strides[0] / 8, any signed value, not only >= k: 2 k for a
 // complex operand's parts (the halves of its [Re | Im] rows, read in place), negative
 // for reversed rows (x[::-1]; x points at the first row read), zero for a broadcast
 // row; k for a single row.  Rows may overlap: they are only read.  out has shape
@@ -279,7 +280,8 @@ extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x
                                     const double* __restrict__ pow2,     // (NMOD, MAX_SHIFT)
                                     signed char* __restrict__ out,       // (PARTS 2: three stacks)
                                     const double* __restrict__ x_im,     // PARTS 2: the imaginary rows
-                                    int sign) {                          // QUARTERS: the butterflies' sign
+                                    int sign,                            // QUARTERS: the butterflies' sign
+                                    long long es) {                      // entries es doubles apart
 #if WIDE_DIGITS
     __shared__ double wide_rows[NMOD][8];
     for (int c = threadIdx.x; c < NMOD * 8; c += blockDim.x) wide_rows[c / 8][c % 8] = MOD_ROW[c / 8][c % 8];
@@ -301,7 +303,7 @@ extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x
         for (int j = 0; j < PER_THREAD; ++j) {
             const double* part = (PARTS == 2 && j >= COLS) ? x_im : x;
             long long c = QUARTERS ? col + (j % COLS) * groups : col + j % COLS;
-            double v = (c < k) ? part[row * ld + c] : 0.0;
+            double v = (c < k) ? part[row * ld + c * es] : 0.0;
             digit(v, b, width, nearest, neg[j], q[j], s[j]);
             smax = max(smax, s[j]);
         }
