@@ -426,7 +426,8 @@ def blocks(m, n, k, plan, workspace, complex_=False, path="cublas", whole_column
     per_product = {"fused": 0, "cutlass": RESIDUE_PRODUCT_BYTES[complex_]}.get(path, PRODUCT_BYTES[complex_])
     product_bytes = pairs * mods * per_product
     per_row = plan.slices_a * mods * kp + nb * (product_bytes + 16)
-    mb = _aligned(m, max(workspace - nb * per_col, workspace // 2) // per_row)
+    rows_budget = max(workspace - nb * per_col, workspace // 2) if whole_columns else workspace - nb * per_col
+    mb = _aligned(m, rows_budget // per_row)
     return mb, nb
 
 
@@ -495,7 +496,9 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
                               quarter=quarter)
 
     for j0 in range(0, n, nb):
-        rb = slices(Bt_parts, j0, j0 + nb, plan.beta_b, wb, plan.slices_b, prepared[1])
+        # (a quarter-turn product reads B's residues as _quarter_product's four matrices)
+        rb = None if quarter is not None else slices(Bt_parts, j0, j0 + nb, plan.beta_b, wb, plan.slices_b,
+                                                     prepared[1])
         for i0 in range(0, m, mb):
             # _quarter_product's butterflies formed with the residues where A's are made here
             butterflied = quarter is not None and prepared[0] is None
@@ -536,9 +539,11 @@ QUARTER_ALIGN = 64
 
 def quarter_turns(B, parts, batch, plan):
     """The sign of B's quarter-turn symmetry (Prepared.quarter) where the product
-    A @ B may run as _quarter_product (complex, one matrix, B in one slice), else None."""
+    A @ B may run as _quarter_product (complex, B one matrix whose residues are cut as the
+    plan cuts its side, in one slice), else None."""
     sign = getattr(B, "quarter", None)
-    if sign is None or parts != 2 or batch != 1 or plan.slices_b != 1:
+    if (sign is None or parts != 2 or batch != 1 or plan.slices_b != 1 or B.stack_size != 1
+            or not B.fits(slice_widths(plan)[1], plan.slices_b)):
         return None
     k, n = B.shape[-2:]
     return sign if k == n and n >= QUARTER_MIN and n % QUARTER_ALIGN == 0 else None
@@ -570,8 +575,8 @@ def _quarter_product(ra, B, sign, shifts, plan, backend, beta_a, beta_b, substra
     beta_bq = beta_b[xp.asarray(quarter_columns(n))]
     beta_aq = xp.concatenate([beta_a] * 4)
     if path == "fused":
-        return [interleaved(o) for o in backend.fused_product(za, zb, shifts, plan.num_moduli, beta_aq, beta_bq, 4,
-                                                               out_dtype, residual)]
+        outs = backend.fused_product(za, zb, shifts, plan.num_moduli, beta_aq, beta_bq, 4, out_dtype, residual)
+        return [interleave_columns(o) for o in outs]
     return _products_then_epilogue(za, zb, shifts, plan, backend, 4, beta_aq, beta_bq, substrate, out_dtype,
                                    path == "cutlass", residual, interleave=True)
 
@@ -621,11 +626,11 @@ def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b
     if batch == 1:
         return [o[None] for o in outs[0]]
     if interleave:
-        return [interleaved(xp.stack([o[h] for o in outs])) for h in range(len(outs[0]))]
+        return [interleave_columns(xp.stack([o[h] for o in outs])) for h in range(len(outs[0]))]
     return [xp.stack([o[h] for o in outs]) for h in range(len(outs[0]))]
 
 
-def interleaved(P):
+def interleave_columns(P):
     """A stack's parts (batch, m, n) as one (1, m, batch n) output, matrix g's column j
     at j batch + g (a copy)."""
     batch, m, n = P.shape
@@ -1301,6 +1306,9 @@ class _Ready:
                 n = full[0][0].shape[1]
                 cols = xp.asarray(quarter_columns(n))
                 got = (mods, [[xp.ascontiguousarray(part[0][:, cols, :n // 4])] for part in full])
+                stale = [k for k in self.residue_stacks if isinstance(k, tuple) and k[:2] == ("quarter", self.mode)]
+                for key in stale:                         # made for fewer moduli: superseded
+                    del self.residue_stacks[key]
                 self.residue_stacks[("quarter", self.mode, mods)] = got
         return [[r[:m] for r in part] for part in got[1]]
 
@@ -1344,6 +1352,11 @@ class Prepared:
     def quarter(self, sign):
         self._ready.quarter = sign
     nbytes = property(lambda self: self._ready.nbytes)
+
+    @property
+    def stack_size(self):
+        """The matrices of the whole stack it was made from (a window may show fewer)."""
+        return self._ready.array.shape[0]
 
     @property
     def shape(self):

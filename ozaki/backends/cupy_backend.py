@@ -266,6 +266,9 @@ def residues_of_parts(parts, beta, width, m, nearest=False, quarter=None):
     RESIDUE_PARTS_MAX_MODULI; else a pass a part and add_residues.  ``quarter``: their
     radix-4 butterflies instead, formed in that pass (QUARTERS; rows of a multiple of 16
     entries), else by butterfly4 after it."""
+    if quarter is not None and (len(parts) != 2 or parts[0].shape[1] % 16):
+        raise ValueError(f"residues_of_parts: butterflies of two parts of a multiple of 16 entries a row, "
+                         f"not {len(parts)} of {parts[0].shape[1]}")
     rows = [_residue_rows(x) for x in parts]
     if len(parts) == 2 and m <= RESIDUE_PARTS_MAX_MODULI and _new_kernel("residue_parts"):
         (re, ld, es), (im, ld_im, es_im) = rows

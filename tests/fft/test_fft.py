@@ -450,4 +450,57 @@ def test_quarter_turns_symmetry_checked():
                 turn = np.array([1, sign * 1j, -1, -sign * 1j])[np.arange(N) % 4]    # (sign i)**k, column k
                 for part in (hi, lo):
                     assert np.array_equal(part[q:2 * q], turn * part[:q])
+                for r in range(4):          # every quarter: rows q r + j are (sign i)**(r k) times rows j
+                    for part in (hi, lo):
+                        assert np.array_equal(part[r * q:(r + 1) * q], turn[(r * np.arange(N)) % N] * part[:q])
     assert plans.quarter_turns(30, -1, 1) is None and plans.quarter_turns(1022, 1, 1) is None
+
+
+def test_quarter_turns_refused_without_the_symmetry(monkeypatch):
+    """plans.quarter_turns checks the roots it is given: one root's lo off its quarter turn
+    (or hi) and it answers None."""
+    from ozaki.fft import plans
+    good = plans.product_roots
+
+    def broken(part):
+        def roots(N, sign, div):
+            hi, lo = (v.copy() for v in good(N, sign, div))
+            (hi if part == "hi" else lo)[N // 4 + 3] *= 1 + 2.0 ** -40          # not a turn of root 3
+            return hi, lo
+        return roots
+    for part in ("hi", "lo"):
+        plans.quarter_turns.cache_clear()
+        monkeypatch.setattr(plans, "product_roots", broken(part))
+        assert plans.quarter_turns(256, -1, 1) is None
+    plans.quarter_turns.cache_clear()
+    monkeypatch.setattr(plans, "product_roots", good)
+    assert plans.quarter_turns(256, -1, 1) == -1
+
+
+def test_quarter_turns_with_a_prepared_left_operand_and_more_moduli(rng, monkeypatch):
+    """A prepared left operand (its residues made apart, butterflied in the product) gives
+    the one-product bits; a product that needs more moduli remakes the quarter matrices'
+    residues and drops the fewer moduli's (the kept bytes do not grow with each count)."""
+    import ozaki
+    from ozaki import scheme
+    from ozaki.fft import plans
+    calls = _quarter_spy(monkeypatch)
+    N = 256
+    F = plans.prepared(np, ("quarter-left-test", N), plans.direct(np, N, -1, 1, True), "right", {"mode": "exact"},
+                       quarter=-1)
+    x = rng.standard_normal((8, N)) + 1j * rng.standard_normal((8, N))
+    A = ozaki.prepare(x, "left", mode="exact")
+    four = ozaki.matmul(A, F)
+    assert len(calls) == 1
+    monkeypatch.setattr(scheme, "QUARTER_MIN", 1 << 30)
+    one = ozaki.matmul(x, F)
+    assert np.array_equal(four.view(np.uint64), one.view(np.uint64))
+    monkeypatch.setattr(scheme, "QUARTER_MIN", 256)
+    sizes = []
+    for spread in (10, 200, 600):                  # wider rows: more moduli each time
+        wide = inputs_wide_complex(rng, (8, N)) * 2.0 ** rng.integers(-spread, spread, (8, N))
+        ozaki.matmul(wide, F)
+        sizes.append(F.nbytes)
+    quarter_keys = [k for k in F._ready.residue_stacks if k[0] == "quarter"]
+    assert len(quarter_keys) == 1 and len(calls) == 4
+    assert sizes[-1] < 2 * sizes[0]
