@@ -143,8 +143,8 @@
 #   s17b      the quarter turns (scheme._quarter_product: direct DFT products as four quarter-size
 #             products on butterflied residues, formed in the residue pass: residue_quarters): the FFT's
 #             GPU tests and the epilogue's (int8 residues by I2F), issue 16's table with them, without
-#             them (OZAKI_QUARTER_MIN past every length) and with butterfly4's pass, fftn 512^3's
-#             kernels, fftn 1024^3 (about 340 s: the budget left after refused starts)
+#             them (OZAKI_QUARTER_MIN past every length), fftn 1024^3 (about 250 s: the budget
+#             left after refused starts)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
@@ -453,15 +453,12 @@ elif [ "$profile" = s17a ]; then
     stage kernels_fftn_1024 50 python3 -m bench.kernel_times fftn 1024 --top 24 --gaps 4
 elif [ "$profile" = s17b ]; then
     export OZAKI_NEW_KERNELS=all        # residue_quarters: off by default until this run
-    gpu_tests gpu_fft 90 tests/fft/test_fft_gpu.py -k "butterfly4 or quarter or (same_bits_as_cpu and 1024)"
-    gpu_tests gpu_epilogue 40 tests/backends/test_cupy_backend.py -k "epilogue"
-    stage fft 60 python3 -m bench.fft --cubes 256 512 --batches 4096x1024 --sizes --repeats 3 --out "$W/fft.json"
-    stage fft_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 256 512 \
+    gpu_tests gpu_fft 80 tests/fft/test_fft_gpu.py -k "butterfly4 or quarter"
+    gpu_tests gpu_epilogue 30 tests/backends/test_cupy_backend.py -k "epilogue"
+    stage fft 50 python3 -m bench.fft --cubes 256 512 --batches 4096x1024 --sizes --repeats 3 --out "$W/fft.json"
+    stage fft_one_product 40 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 256 512 \
         --batches 4096x1024 --sizes --repeats 3 --out "$W/fft_one_product.json"
-    stage fft_butterfly_pass 30 env OZAKI_NEW_KERNELS=residue_parts,zero_signs_parts,epilogue_vec python3 -m bench.fft \
-        --cubes 512 --batches 4096x1024 --sizes --repeats 3 --out "$W/fft_butterfly_pass.json"
-    stage kernels_fftn_512 20 python3 -m bench.kernel_times fftn 512 --top 12
-    stage fft_1024 55 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
+    stage fft_1024 45 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
