@@ -531,7 +531,8 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
 
 # Products with a DFT matrix (ozaki.fft's direct transforms) run as four products of a
 # quarter's size where the matrix has N = 4 q columns, N a multiple of QUARTER_ALIGN and
-# at least QUARTER_MIN (fewer columns: the four products' fixed costs outweigh the work).
+# at least QUARTER_MIN, or the backend's QUARTER_MIN where larger (the GPU's: its int8
+# GEMMs of a quarter's size run well only from q = 256).  The bits are the same either way.
 # (OZAKI_QUARTER_MIN=N sets it: bench/device_run.sh times the one-product path beside it.)
 QUARTER_MIN = int(os.environ.get("OZAKI_QUARTER_MIN") or 256)
 QUARTER_ALIGN = 64
@@ -546,7 +547,8 @@ def quarter_turns(B, parts, batch, plan):
             or not B.fits(slice_widths(plan)[1], plan.slices_b)):
         return None
     k, n = B.shape[-2:]
-    return sign if k == n and n >= QUARTER_MIN and n % QUARTER_ALIGN == 0 else None
+    least = max(QUARTER_MIN, getattr(B.backend, "QUARTER_MIN", 0))
+    return sign if k == n and n >= least and n % QUARTER_ALIGN == 0 else None
 
 
 def quarter_columns(n):

@@ -300,6 +300,13 @@ def add_residues(x, y, m):
     return out
 
 
+# scheme._quarter_product from this many DFT points on: on the H200 (run 4edd3fb, exact
+# mode, the same bits either way) fftn 256^3 took 18.26 ms as quarter products (q = 64)
+# against 13.70 as one product, 512^3 97.6 against 97.4 (q = 128), a batch of 4096 x 1024
+# 2.40 against 2.24; fftn 1024^3 (q = 256) 849 ms (90ad4e5, one product: 936).
+QUARTER_MIN = 1024
+
+
 def butterfly4(re, im, m, sign):
     """As numpy_backend.butterfly4, one pass (kernels/residues.cu butterfly4) over stacks
     (m, rows, N) whose planes may lie apart (the halves of residues_of_parts' stacks):
