@@ -145,11 +145,14 @@
 #             GPU tests and the epilogue's (int8 residues by I2F), issue 16's table with them, without
 #             them (OZAKI_QUARTER_MIN past every length), fftn 1024^3 (about 250 s: the budget
 #             left after refused starts)
+#   s17c      the INTERLEAVED epilogue reading one matrix's columns together: the quarter-turn
+#             GPU tests (cutlass path, butterfly4 at 25 moduli), a batch of 4096 x 1024 and fftn
+#             512^3 with and without the quarter turns, fftn 1024^3 (about 190 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -459,6 +462,14 @@ elif [ "$profile" = s17b ]; then
     stage fft_one_product 40 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 256 512 \
         --batches 4096x1024 --sizes --repeats 3 --out "$W/fft_one_product.json"
     stage fft_1024 45 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
+elif [ "$profile" = s17c ]; then
+    export OZAKI_NEW_KERNELS=all
+    gpu_tests gpu_quarter 90 tests/fft/test_fft_gpu.py -v -k "(butterfly4_kernel_matches_numpy and 25) or \
+        (quarter_turns_same_bits_as_cpu and cutlass)"
+    stage fft 25 python3 -m bench.fft --cubes 512 --batches 4096x1024 --sizes --repeats 3 --out "$W/fft.json"
+    stage fft_one_product 25 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 512 \
+        --batches 4096x1024 --sizes --repeats 3 --out "$W/fft_one_product.json"
+    stage fft_1024 45 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -482,7 +493,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ 
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c s16a s16b s16c s16d s17a s17b " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c s16a s16b s16c s16d s17a s17b s17c " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then

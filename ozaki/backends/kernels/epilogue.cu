@@ -26,7 +26,7 @@
 //                of one output: column c of matrix g is its column c INTERLEAVED + g, row r of
 //                every matrix its row r (scheme._quarter_product's four products of a DFT:
 //                written where they belong, no transposing copy); consecutive threads take
-//                the matrices' outputs of one column, so the writes stay together
+//                consecutive columns of one matrix, so the reads stay together
 //   VEC          adjacent outputs of a row a thread (1, the default; 2 or 4 with
 //                SINGLE_PAIR): one aligned load of VEC products a stack and modulus,
 //                and each modulus' constants and 64-bit addresses shared by the VEC
@@ -92,10 +92,17 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
     for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < rows * groups;
          v += (long long)gridDim.x * blockDim.x) {
 #ifdef INTERLEAVED
+        // consecutive threads take consecutive columns of one matrix (its products' bytes
+        // read together; the outputs land INTERLEAVED apart): with the matrices' outputs of
+        // one column together instead, the reads of a warp spread over four rows and the
+        // epilogue of a batch of 4096 x 1024 points took 0.544 ms against 0.335 stacked
+        // (H200, run 4edd3fb)
         const long long r = v / (groups * INTERLEAVED);          // the output's row
-        const long long c = v - r * (groups * INTERLEAVED);      // its column
-        long long row = (c % INTERLEAVED) * matrix_rows + r;     // matrix c % INTERLEAVED's row r
-        long long col = c / INTERLEAVED;
+        const long long gc = v - r * (groups * INTERLEAVED);
+        const long long g = gc / groups;                         // the matrix
+        long long row = g * matrix_rows + r;                     // matrix g's row r
+        long long col = gc - g * groups;
+        const long long c = col * INTERLEAVED + g;               // the output's column
 #else
         long long row = v / groups;
         long long col = (v - row * groups) * VEC;
