@@ -544,6 +544,7 @@ def quarter_turns(B, parts, batch, plan):
     plan cuts its side, in one slice), else None."""
     sign = getattr(B, "quarter", None)
     if (sign is None or parts != 2 or batch != 1 or plan.slices_b != 1 or B.stack_size != 1
+            or not getattr(B.backend, "quarter_products", lambda: True)()
             or not B.fits(slice_widths(plan)[1], plan.slices_b)):
         return None
     k, n = B.shape[-2:]
@@ -1092,7 +1093,8 @@ def _finite_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrat
     prepared = tuple(X if isinstance(X, Prepared) else None for X in (A, B))
     # exact mode's plan reads the rows' bits in any order: A's complex rows in place
     (A_parts, A_plan), (Bt_parts, Bt_plan) = (X.rows() if isinstance(X, Prepared) else
-                                              operand_rows(backend, X, side, interleaved=mode == "exact")
+                                              operand_rows(backend, X, side, interleaved=mode == "exact" and
+                                                           getattr(backend, "pairs_in_place", lambda: True)())
                                               for X, side in ((A, "left"), (B, "right")))
     parts = 3 if complex_ else 1       # int8 products per modulus
     bound_path = _bound_path(backend, path, m, n, k, batch)     # the bound's k: a complex part's ceilings add up

@@ -397,11 +397,27 @@ def flags_found(flags_a, flags_b, host=True):
 #                     there in a launch a part; fftn 512^3's 2.4 ms in 6 launches after)
 # with the FFT's 25 moduli (plans.product_roots): fftn 1024^3 1103.4 -> 935.6 ms on the
 # H200 (a58be93 -> 90ad4e5), 512^3 115.4 -> 101.0, 2^16 6.63 -> 3.95.
-# Not yet run:
-#   residue_quarters  scheme._quarter_product's butterflies formed in the residues.cu pass
-#                     (QUARTERS), not by butterfly4 after it (one read and write fewer of
-#                     the residues: about 125 of 150 bytes a point of one axis at 25 moduli)
-NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters")
+# Not yet run (the seventeenth session's device starts were refused):
+#   quarter_products  scheme._quarter_product on the GPU (butterfly4, the stacked residue
+#                     GEMM of a quarter's inner length, epilogue.cu INTERLEAVED)
+#   residue_quarters  its butterflies formed in the residues.cu pass (QUARTERS), not by
+#                     butterfly4 after it (about 125 of 150 bytes a point of one axis at 25 moduli)
+#   byte_convert      epilogue.cu's int8 residues converted by I2F after Karatsuba's
+#                     differences in integers (BYTE_CONVERT; off: the float64 trick)
+#   pairs_in_place    exact mode's complex left operands read as interleaved pairs in place
+#                     (scheme.operand_rows' interleaved; residues.cu's entry stride 2)
+NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
+               "quarter_products", "byte_convert", "pairs_in_place")
+
+
+def quarter_products():
+    """Whether products with a DFT matrix may run as scheme._quarter_product here."""
+    return _new_kernel("quarter_products")
+
+
+def pairs_in_place():
+    """Whether exact mode reads a complex left operand's pairs in place (scheme.operand_rows)."""
+    return _new_kernel("pairs_in_place")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts")
 
 
@@ -846,9 +862,10 @@ def _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride):
     return vec
 
 
-# epilogue.cu's BYTE_CONVERT and BYTE_REDUCE for int8 residues (its defaults: 1, 1);
+# epilogue.cu's BYTE_CONVERT and BYTE_REDUCE for int8 residues (NEW_KERNELS byte_convert, 1);
 # OZAKI_EPILOGUE_BYTES="c,r" sets them (bench/device_run.sh compares them).
-EPILOGUE_BYTES = tuple(int(v) for v in (os.environ.get("OZAKI_EPILOGUE_BYTES") or "1,1").split(","))
+EPILOGUE_BYTES = (tuple(int(v) for v in os.environ["OZAKI_EPILOGUE_BYTES"].split(","))
+                  if os.environ.get("OZAKI_EPILOGUE_BYTES") else None)
 
 
 def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False, out=None, matrices=1,
@@ -892,8 +909,9 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
         defines += (("RESIDUAL", 1),)
     if matrices > 1:
         defines += (("STACKED", 1),)
-    if dtype == cupy.int8 and EPILOGUE_BYTES != (1, 1):
-        defines += (("BYTE_CONVERT", EPILOGUE_BYTES[0]), ("BYTE_REDUCE", EPILOGUE_BYTES[1]))
+    convert, reduce = EPILOGUE_BYTES if EPILOGUE_BYTES is not None else (int(_new_kernel("byte_convert")), 1)
+    if dtype == cupy.int8 and (convert, reduce) != (1, 1):
+        defines += (("BYTE_CONVERT", convert), ("BYTE_REDUCE", reduce))
     if interleave and matrices > 1:
         if out is not None:
             raise ValueError("epilogue: interleave writes its own outputs (out must be None)")
