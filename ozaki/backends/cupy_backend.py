@@ -397,9 +397,13 @@ def flags_found(flags_a, flags_b, host=True):
 #                     there in a launch a part; fftn 512^3's 2.4 ms in 6 launches after)
 # with the FFT's 25 moduli (plans.product_roots): fftn 1024^3 1103.4 -> 935.6 ms on the
 # H200 (a58be93 -> 90ad4e5), 512^3 115.4 -> 101.0, 2^16 6.63 -> 3.95.
-# Not yet run (the seventeenth session's device starts were refused):
+# Run once, their GPU tests not (run 4edd3fb, H200, seventeenth session: its test stages ran
+# out of their limits before a result; nine device starts were refused): all four on,
+# issue 16's cubes gave the relative differences to cuFFT of run 90ad4e5 to all 16 digits
+# (256^3, 512^3, 1024^3) and the quarter turns those of one product (batch of 4096 x 1024
+# points too).  Off by default until their tests pass on a device:
 #   quarter_products  scheme._quarter_product on the GPU (butterfly4, the stacked residue
-#                     GEMM of a quarter's inner length, epilogue.cu INTERLEAVED)
+#                     GEMM of a quarter's inner length, epilogue.cu INTERLEAVED; QUARTER_MIN)
 #   residue_quarters  its butterflies formed in the residues.cu pass (QUARTERS), not by
 #                     butterfly4 after it (about 125 of 150 bytes a point of one axis at 25 moduli)
 #   byte_convert      epilogue.cu's int8 residues converted by I2F after Karatsuba's

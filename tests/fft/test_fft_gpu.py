@@ -250,11 +250,13 @@ def test_butterfly4_kernel_matches_numpy(rng, monkeypatch, m):
 def test_quarter_turns_same_bits_as_cpu(rng, monkeypatch, path):
     """Direct products with the quarter turns (scheme._quarter_product) on every product path,
     whole and blocked over rows: the CPU's bits, which are the one-product bits
-    (tests/fft/test_fft.py), and the quarter-turn path ran on the GPU."""
+    (tests/fft/test_fft.py), and the quarter-turn path ran on the GPU (from its
+    QUARTER_MIN, 1024 points; the 256-point case takes one product there, the same bits)."""
     cupy = pytest.importorskip("cupy")
     import ozaki
     from ozaki import scheme
     import inspect
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", "all")       # quarter_products, residue_quarters, ...
     calls, run = [], scheme._quarter_product
 
     def spy(*args, **kwargs):
