@@ -145,9 +145,10 @@
 #             GPU tests and the epilogue's (int8 residues by I2F), issue 16's table with them, without
 #             them (OZAKI_QUARTER_MIN past every length), fftn 1024^3 (about 250 s: the budget
 #             left after refused starts)
-#   s17c      the INTERLEAVED epilogue reading one matrix's columns together: the quarter-turn
-#             GPU tests (cutlass path, butterfly4 at 25 moduli), a batch of 4096 x 1024 and fftn
-#             512^3 with and without the quarter turns, fftn 1024^3 (about 190 s)
+#   s17c      (for the next session) the seventeenth session's GPU paths with their tests, which s17b's
+#             limits cut: test_fft_gpu.py whole and cupy_backend's epilogue/residues/complex tests
+#             (OZAKI_NEW_KERNELS=all), then a batch of 4096 x 1024 and fftn 1024^3 with the quarter
+#             turns, without them and with butterfly4's pass (about 540 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
@@ -463,13 +464,17 @@ elif [ "$profile" = s17b ]; then
         --batches 4096x1024 --sizes --repeats 3 --out "$W/fft_one_product.json"
     stage fft_1024 45 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
 elif [ "$profile" = s17c ]; then
-    export OZAKI_NEW_KERNELS=all
-    gpu_tests gpu_quarter 90 tests/fft/test_fft_gpu.py -v -k "(butterfly4_kernel_matches_numpy and 25) or \
-        (quarter_turns_same_bits_as_cpu and cutlass)"
-    stage fft 25 python3 -m bench.fft --cubes 512 --batches 4096x1024 --sizes --repeats 3 --out "$W/fft.json"
-    stage fft_one_product 25 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 512 \
-        --batches 4096x1024 --sizes --repeats 3 --out "$W/fft_one_product.json"
+    export OZAKI_NEW_KERNELS=all        # quarter_products, residue_quarters, byte_convert, pairs_in_place: off until run
+    gpu_tests gpu_fft 240 tests/fft/test_fft_gpu.py -v
+    gpu_tests gpu_backend 90 tests/backends/test_cupy_backend.py -v -k "epilogue or residues_of_parts or complex"
+    stage fft 40 python3 -m bench.fft --cubes 512 --batches 4096x1024 --sizes --repeats 3 --out "$W/fft.json"
+    stage fft_one_product 30 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes --batches 4096x1024 \
+        --sizes --repeats 3 --out "$W/fft_one_product.json"
     stage fft_1024 45 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
+    stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
+        --repeats 2 --out "$W/fft_1024_one_product.json"
+    stage fft_1024_butterfly_pass 45 env OZAKI_NEW_KERNELS=quarter_products,byte_convert,pairs_in_place,residue_parts,zero_signs_parts,epilogue_vec \
+        python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024_butterfly_pass.json"
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
