@@ -511,9 +511,6 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
             if quarter is not None:
                 block = _quarter_product(ra, prepared[1], quarter, shifts, plan, backend, beta_a, beta_b, substrate,
                                          path, out_dtype, residual, butterflied)
-                if not whole:
-                    for c, b in zip(into, block):
-                        c[...] = b[0]
             elif path == "fused":
                 block = backend.fused_product(ra, rb, shifts, plan.num_moduli, beta_a, beta_b, batch, out_dtype,
                                               residual)
@@ -522,7 +519,7 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
                                                 out_dtype, path == "cutlass", residual, into)
             if whole:
                 return block
-            if path == "fused" and quarter is None:
+            if quarter is not None or path == "fused":       # blocks not written in place
                 for c, b in zip(into, block):
                     c[...] = b[0]
             del ra, block

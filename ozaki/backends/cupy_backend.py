@@ -273,7 +273,7 @@ def residues_of_parts(parts, beta, width, m, nearest=False, quarter=None):
     if len(parts) == 2 and m <= RESIDUE_PARTS_MAX_MODULI and _new_kernel("residue_parts"):
         (re, ld, es), (im, ld_im, es_im) = rows
         if re.shape == im.shape and (ld, es) == (ld_im, es_im):
-            if quarter is not None and re.shape[1] % 16 == 0 and _new_kernel("residue_quarters"):
+            if quarter is not None and _new_kernel("residue_quarters"):
                 return list(_launch_residues(re, im, ld, beta, width, m, nearest, 2, quarter, es))
             rs = list(_launch_residues(re, im, ld, beta, width, m, nearest, 2, es=es))
             return rs if quarter is None else butterfly4(rs[0], rs[1], m, quarter)
@@ -398,7 +398,7 @@ def flags_found(flags_a, flags_b, host=True):
 # with the FFT's 25 moduli (plans.product_roots): fftn 1024^3 1103.4 -> 935.6 ms on the
 # H200 (a58be93 -> 90ad4e5), 512^3 115.4 -> 101.0, 2^16 6.63 -> 3.95.
 # Run once, their GPU tests not (run 4edd3fb, H200, seventeenth session: its test stages ran
-# out of their limits before a result; nine device starts were refused): all four on,
+# out of their limits before a result; ten device starts were refused): all four on,
 # issue 16's cubes gave the relative differences to cuFFT of run 90ad4e5 to all 16 digits
 # (256^3, 512^3, 1024^3) and the quarter turns those of one product (batch of 4096 x 1024
 # points too).  Off by default until their tests pass on a device:
@@ -412,16 +412,6 @@ def flags_found(flags_a, flags_b, host=True):
 #                     (scheme.operand_rows' interleaved; residues.cu's entry stride 2)
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
                "quarter_products", "byte_convert", "pairs_in_place")
-
-
-def quarter_products():
-    """Whether products with a DFT matrix may run as scheme._quarter_product here."""
-    return _new_kernel("quarter_products")
-
-
-def pairs_in_place():
-    """Whether exact mode reads a complex left operand's pairs in place (scheme.operand_rows)."""
-    return _new_kernel("pairs_in_place")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts")
 
 
@@ -435,6 +425,16 @@ def _new_kernel(name):
         raise ValueError(f"OZAKI_NEW_KERNELS must be 'all', 'none' or a comma list of {', '.join(NEW_KERNELS)}; "
                          f"not {on!r}")
     return "all" in names or name in names
+
+
+def quarter_products():
+    """Whether products with a DFT matrix may run as scheme._quarter_product here."""
+    return _new_kernel("quarter_products")
+
+
+def pairs_in_place():
+    """Whether exact mode reads a complex left operand's pairs in place (scheme.operand_rows)."""
+    return _new_kernel("pairs_in_place")
 
 
 # Rows up to this long are scanned by one warp each (8 rows a block) instead of
@@ -916,34 +916,33 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     convert, reduce = EPILOGUE_BYTES if EPILOGUE_BYTES is not None else (int(_new_kernel("byte_convert")), 1)
     if dtype == cupy.int8 and (convert, reduce) != (1, 1):
         defines += (("BYTE_CONVERT", convert), ("BYTE_REDUCE", reduce))
+    out_rows, out_cols = rows, cols                               # the outputs' shape
     if interleave and matrices > 1:
         if out is not None:
             raise ValueError("epilogue: interleave writes its own outputs (out must be None)")
         defines += (("INTERLEAVED", matrices),)
-        rows, cols = rows // matrices, cols * matrices          # the outputs' shape
+        out_rows, out_cols = rows // matrices, cols * matrices
     vec = 1 if interleave else _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride)
     if vec > 1:
         defines += (("VEC", vec),)
     kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
     step = 2 if complex_ else 1
-    out_stride = step * cols
+    out_stride = step * out_cols
     if out is not None:
         outs, rhos = list(out[:step]), list(out[step:]) or [np.uint64(0)]
         _check_outs(out, rows, cols, out_dtype, step, residual)
         out_stride, step = (s // outs[0].itemsize for s in outs[0].strides)
     elif complex_:         # the parts written into one complex array (complex_of returns it, no copy)
-        whole = cupy.empty((rows, cols), dtype=np.result_type(out_dtype, np.complex64)).view(out_dtype)
+        whole = cupy.empty((out_rows, out_cols), dtype=np.result_type(out_dtype, np.complex64)).view(out_dtype)
         outs = [whole[:, 0::2], whole[:, 1::2]]
-        pairs = cupy.empty((rows, 2 * cols), dtype=cupy.float64) if residual else None
+        pairs = cupy.empty((out_rows, 2 * out_cols), dtype=cupy.float64) if residual else None
         rhos = [pairs[:, 0::2], pairs[:, 1::2]] if residual else [np.uint64(0)]
     else:
-        outs = [cupy.empty((rows, cols), dtype=out_dtype)]
-        rhos = [cupy.empty((rows, cols), dtype=cupy.float64)] if residual else [np.uint64(0)]
+        outs = [cupy.empty((out_rows, out_cols), dtype=out_dtype)]
+        rhos = [cupy.empty((out_rows, out_cols), dtype=cupy.float64)] if residual else [np.uint64(0)]
     one, table = _operands(arrays, npairs > 1)
     shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
     grid, block = _grid(rows * cols // vec, 128)
-    if interleave and matrices > 1:      # the kernel's rows and columns are the stack's
-        rows, cols = rows * matrices, cols // matrices
     kern(grid, block, one + (table, np.int32(npairs), np.int64(rows), np.int64(cols), np.int64(mod_stride),
                              np.int64(row_stride), shift_table,
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),

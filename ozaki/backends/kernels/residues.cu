@@ -141,11 +141,12 @@ __device__ __forceinline__ signed char near_residue(int v, int p, int M) {
     return (signed char)(v - p * ((v * M + (1 << 19)) >> 20));
 }
 
-// The radix-4 butterflies of one column's residues mod p (numpy_backend.butterfly4):
+// The radix-4 butterflies of one column's residues mod p_i (numpy_backend.butterfly4):
 // a[r], b[r] the real and imaginary parts' residues of x_(q r + j); z[h][s] the residues of
 // Re z_s, Im z_s and their sum, z_s = sum_r (sign i)**(r s) x_(q r + j).  |z| <= 4 * 128.
-__device__ __forceinline__ void butterfly(const int (&a)[4], const int (&b)[4], int sign, int p, int M,
+__device__ __forceinline__ void butterfly(const int (&a)[4], const int (&b)[4], int sign, int i,
                                           signed char (&z)[3][4]) {
+    const int p = (int)MOD_P[i], M = (int)rint(0x1p20 * MOD_INV[i]);
     const int ur = a[0] + a[2], ui = b[0] + b[2], vr = a[1] + a[3], vi = b[1] + b[3];
     const int dr = a[0] - a[2], di = b[0] - b[2];
     const int er = sign * (a[1] - a[3]), ei = sign * (b[1] - b[3]);
@@ -197,9 +198,8 @@ __device__ __forceinline__ void put(signed char* dst, long long plane, int i, co
             if constexpr (CH == 8) { a[r] = c[r]; b[r] = c[4 + r]; }
             else { a[r] = at[r * quarter]; b[r] = c[r]; }
         }
-        const int p = (int)MOD_P[i], M = (int)rint(0x1p20 * MOD_INV[i]);
         signed char z[3][4];
-        butterfly(a, b, sign, p, M, z);
+        butterfly(a, b, sign, i, z);
 #pragma unroll
         for (int h = 0; h < 3; ++h)
 #pragma unroll
@@ -387,8 +387,6 @@ extern "C" __global__ void butterfly4(const signed char* __restrict__ re, const 
                                       long long in_plane, long long ld, long long rows, long long q, int sign,
                                       signed char* __restrict__ out) {
     const int i = blockIdx.y;
-    const int p = (int)MOD_P[i];
-    const int M = (int)rint(0x1p20 * MOD_INV[i]);
     re += i * in_plane;
     im += i * in_plane;
     const long long plane = 4 * rows * q;                 // one modulus' plane of an output stack
@@ -411,7 +409,7 @@ extern "C" __global__ void butterfly4(const signed char* __restrict__ re, const 
             signed char zc[3][4];
 #pragma unroll
             for (int r = 0; r < 4; ++r) { ac[r] = a[r].c[c]; bc[r] = b[r].c[c]; }
-            butterfly(ac, bc, sign, p, M, zc);
+            butterfly(ac, bc, sign, i, zc);
 #pragma unroll
             for (int h = 0; h < 3; ++h)
 #pragma unroll
