@@ -35,8 +35,8 @@
 //                96 constant loads: 7.75 ms at n = 16384 against 3.6 at the copy
 //                roof, run 54dc438).  The host picks VEC where cols, the strides and
 //                the base pointers are multiples of it (cupy_backend._epilogue_vec).
-// and the constant tables MOD_P, MOD_INV, CRT_C (NMOD x LP limbs of c_i),
-// CRT_P (LP limbs of P) and CRT_INV_P from cupy_backend._constant_tables.
+// and the constant tables MOD_P, MOD_INV, CRT_C (NMOD x LC limbs of c_i),
+// CRT_P (LC limbs of P) and CRT_INV_P from kernel_tables.constant_tables.
 
 #ifndef PROD_T
 #define PROD_T int
@@ -115,19 +115,24 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
             for (int o = 0; o < NOUT; ++o)
 #pragma unroll
                 for (int l = 0; l < LACC; ++l) acc[u][o][l] = 0;
-        for (int pair = 0; pair < npairs; ++pair) {
+#ifdef SINGLE_PAIR
+        constexpr int pairs = 1;          // known here: no loop kept for npairs (always 1 then)
+#else
+        const int pairs = npairs;
+#endif
+        for (int pair = 0; pair < pairs; ++pair) {
             // S = sum_i r_i c_i in float64 limbs.  r_i = x - p rint(x / p) is some
             // residue of the product x with |r_i| <= 1.5 p (|x| < 2**53: the
             // rounded quotient is off by at most one), or a real product's int8
             // residue as it is (|r_i| <= 128), so |r_i c_il| < 2**41 and the at
             // most 49 terms of a limb stay below 2**47: exact.
-            double S[VEC][NOUT][LP];
+            double S[VEC][NOUT][LC];
 #pragma unroll
             for (int u = 0; u < VEC; ++u)
 #pragma unroll
                 for (int o = 0; o < NOUT; ++o)
 #pragma unroll
-                    for (int l = 0; l < LP; ++l) S[u][o][l] = 0.0;
+                    for (int l = 0; l < LC; ++l) S[u][o][l] = 0.0;
             const PROD_T* p[NIN];
 #ifdef SINGLE_PAIR
             const PROD_T* one[3] = {p0, p1, p2};          // parameters: no table to copy to the device
