@@ -149,11 +149,16 @@
 #             limits cut: test_fft_gpu.py whole and cupy_backend's epilogue/residues/complex tests
 #             (OZAKI_NEW_KERNELS=all), then a batch of 4096 x 1024 and fftn 1024^3 with the quarter
 #             turns, without them and with butterfly4's pass (about 540 s)
+#   s18a      s17c (none of it ran: starts refused) less butterfly4's pass, with the CRT over LC limbs
+#             (d0ce90f): test_fft_gpu.py whole and cupy_backend's epilogue/residues/complex tests
+#             (OZAKI_NEW_KERNELS=all), a batch of 4096 x 1024 and fftn 512^3 with the quarter turns and
+#             the batch without, fftn 1024^3 with them, with the complex differences unreduced
+#             (OZAKI_EPILOGUE_BYTES=1,0), the batch's time per kernel, then fftn 1024^3 without them
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s18a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -475,6 +480,19 @@ elif [ "$profile" = s17c ]; then
         --repeats 2 --out "$W/fft_1024_one_product.json"
     stage fft_1024_butterfly_pass 45 env OZAKI_NEW_KERNELS=quarter_products,byte_convert,pairs_in_place,residue_parts,zero_signs_parts,epilogue_vec \
         python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024_butterfly_pass.json"
+elif [ "$profile" = s18a ]; then
+    export OZAKI_NEW_KERNELS=all
+    gpu_tests gpu_fft 240 tests/fft/test_fft_gpu.py -v
+    gpu_tests gpu_backend 90 tests/backends/test_cupy_backend.py -v -k "epilogue or residues_of_parts or complex"
+    stage fft 40 python3 -m bench.fft --cubes 512 --batches 4096x1024 --sizes --repeats 3 --out "$W/fft.json"
+    stage fft_one_product 30 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes --batches 4096x1024 \
+        --sizes --repeats 3 --out "$W/fft_one_product.json"
+    stage fft_1024 45 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
+    stage fft_1024_unreduced 45 env OZAKI_EPILOGUE_BYTES=1,0 python3 -m bench.fft --cubes 1024 --sizes \
+        --repeats 2 --out "$W/fft_1024_unreduced.json"
+    stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
+    stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
+        --repeats 2 --out "$W/fft_1024_one_product.json"
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -739,6 +757,6 @@ for f in "$W"/kernels_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) ==
 [ -f "$W/ncu_epilogue.txt" ] && { echo "== ncu epilogue =="; grep -E "Duration|Registers Per|Achieved Occupancy|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Issue Slots Busy|L2 Hit|Warp Cycles Per Issued|Stall" "$W/ncu_epilogue.txt" | head -24; }
 [ -f "$W/ncu.txt" ] && { echo "== ncu =="; grep -E "^  fused|Duration|Executed Instructions  |Registers Per|Issue Slots Busy|Achieved Occ" "$W/ncu.txt"; }
 [ -f "$W/fft_profile.txt" ] && { echo "== FFT profile =="; head -45 "$W/fft_profile.txt"; }
-ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; cat "$W"/fft.txt "$W"/fft_table.txt "$W"/fft_cublas.txt "$W"/fft_direct.txt "$W"/fft_auto.txt "$W"/fft_fused.txt "$W"/fft_e1500.txt "$W"/fft_e300.txt "$W"/fft_1024.txt "$W"/fft_base.txt "$W"/fft_1024_base.txt "$W"/fft_accurate.txt "$W"/fft_vecauto.txt "$W"/fft_vec2.txt 2>/dev/null | cut -c1-480; }
+ls "$W"/fft*.json >/dev/null 2>&1 && { echo "== FFT =="; for f in "$W"/fft*.txt; do echo "-- $(basename $f .txt)"; grep -v "^$" "$f" | cut -c1-480; done; }
 [ -f "$W/verify.txt" ] && { echo "== verify =="; grep -E "FAIL|fail|verify:" "$W/verify.txt" | tail -8; }
 } | tee "$OUT/summary.txt"
