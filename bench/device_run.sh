@@ -145,11 +145,7 @@
 #             GPU tests and the epilogue's (int8 residues by I2F), issue 16's table with them, without
 #             them (OZAKI_QUARTER_MIN past every length), fftn 1024^3 (about 250 s: the budget
 #             left after refused starts)
-#   s17c      (for the next session) the seventeenth session's GPU paths with their tests, which s17b's
-#             limits cut: test_fft_gpu.py whole and cupy_backend's epilogue/residues/complex tests
-#             (OZAKI_NEW_KERNELS=all), then a batch of 4096 x 1024 and fftn 1024^3 with the quarter
-#             turns, without them and with butterfly4's pass (about 540 s)
-#   s18a      s17c (none of it ran: starts refused) less butterfly4's pass, with the CRT over LC limbs
+#   s18a      session 17's s17c (its starts were refused) less butterfly4's pass, with the CRT over LC limbs
 #             (d0ce90f): test_fft_gpu.py whole and cupy_backend's epilogue/residues/complex tests
 #             (OZAKI_NEW_KERNELS=all), a batch of 4096 x 1024 and fftn 512^3 with the quarter turns and
 #             the batch without, fftn 1024^3 with them, with the complex differences unreduced
@@ -158,7 +154,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s18a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -468,18 +464,6 @@ elif [ "$profile" = s17b ]; then
     stage fft_one_product 40 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 256 512 \
         --batches 4096x1024 --sizes --repeats 3 --out "$W/fft_one_product.json"
     stage fft_1024 45 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
-elif [ "$profile" = s17c ]; then
-    export OZAKI_NEW_KERNELS=all        # quarter_products, residue_quarters, byte_convert, pairs_in_place: off until run
-    gpu_tests gpu_fft 240 tests/fft/test_fft_gpu.py -v
-    gpu_tests gpu_backend 90 tests/backends/test_cupy_backend.py -v -k "epilogue or residues_of_parts or complex"
-    stage fft 40 python3 -m bench.fft --cubes 512 --batches 4096x1024 --sizes --repeats 3 --out "$W/fft.json"
-    stage fft_one_product 30 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes --batches 4096x1024 \
-        --sizes --repeats 3 --out "$W/fft_one_product.json"
-    stage fft_1024 45 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
-    stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
-        --repeats 2 --out "$W/fft_1024_one_product.json"
-    stage fft_1024_butterfly_pass 45 env OZAKI_NEW_KERNELS=quarter_products,byte_convert,pairs_in_place,residue_parts,zero_signs_parts,epilogue_vec \
-        python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024_butterfly_pass.json"
 elif [ "$profile" = s18a ]; then
     export OZAKI_NEW_KERNELS=all
     gpu_tests gpu_fft 240 tests/fft/test_fft_gpu.py -v
@@ -516,7 +500,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ 
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c s16a s16b s16c s16d s17a s17b s17c " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c s16a s16b s16c s16d s17a s17b s18a " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then
