@@ -432,6 +432,34 @@ def test_quarter_turns_give_the_one_product_bits(rng, monkeypatch, mode):
                 assert np.array_equal(one.view(np.uint64), four.view(np.uint64)), (N, norm, workspace)
 
 
+def test_batches_to_2048_points_direct_by_quarter_turns(rng, monkeypatch):
+    """Complex batches of a multiple of 4 points up to plans.QUARTER_DIRECT_MAX are direct,
+    costed as quarter turns (2048 was six-step); 4096 points stay six-step (their constants
+    pass the host cache).  A 16 x 2048 batch in exact mode runs the quarter turns, and each
+    sampled part is RN of the exact DFT (dft_bins_exact_sum: or a neighbour, where the
+    reference lies within 2**-98 of the terms' sum of a rounding boundary)."""
+    import mpmath
+    from ozaki.fft import plans
+    assert of.algorithm(2048) == "direct" and of.algorithm(2040) == "direct"
+    assert of.algorithm(4096) == "six-step" and of.algorithm(2046) == "six-step"      # 2046: not 4 m
+    assert plans.choose(2048, 1) != plans.Plan("direct")                            # one row: fixed costs
+    calls = _quarter_spy(monkeypatch)
+    N, rows = 2048, 16
+    x = inputs_wide_complex(rng, (rows, N))
+    x[3, N // 2:] = -x[3, :N // 2]                                    # cancellation across the quarters
+    y = of.fft(x)
+    assert calls
+    ks = sorted({0, 1, N // 4, N - 1} | {int(k) for k in rng.integers(0, N, 6)})
+    for r in (0, 3, rows - 1):
+        ref = dft_bins_exact_sum(x[r], ks)
+        terms = float(np.sum(np.abs(x[r].real) + np.abs(x[r].imag)))
+        with mpmath.workprec(2200):
+            slack = mpmath.mpf(terms) * mpmath.mpf(2) ** -98
+            for k, v in zip(ks, ref):
+                for part, got in ((v.real, y[r, k].real), (v.imag, y[r, k].imag)):
+                    assert got in {float(part), float(part - slack), float(part + slack)}, (r, k, got)
+
+
 def inputs_wide_complex(rng, shape):
     from tests import inputs
     return inputs.wide(rng, shape, 30) + 1j * inputs.wide(rng, shape, 30)
