@@ -15,7 +15,7 @@ multiply-add of one row (all moduli), fitted to the CPU pipeline:
   of a complex one.
 * direct (one product with the N x N DFT matrix, or for real kinds a real
   product with half of it; a complex one of QUARTER_MIN..QUARTER_DIRECT_MAX points,
-  a multiple of 4, as four quarter-size products, scheme._quarter_product: a quarter
+  a multiple of scheme.QUARTER_ALIGN, as four quarter-size products, scheme._quarter_product: a quarter
   of the multiply-adds) against six-step (stage 1, its remainder, stage 2:
   three products with N1- and N2-point matrices, three epilogues per point).
 
@@ -42,7 +42,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..scheme import Prepared
+from ..scheme import QUARTER_ALIGN, Prepared
 
 from . import twiddles
 
@@ -66,7 +66,7 @@ CONSTANT = 170            # per complex entry of a constant matrix
 FEW_PRODUCT_DIRECT = 2.1
 FEW_PRODUCT = 6.0
 FEW_CONSTANT = 1.14e-3
-# Complex direct products of a multiple of 4 points from QUARTER_MIN (scheme.QUARTER_MIN's
+# Complex direct products of a multiple of QUARTER_ALIGN (64) points from QUARTER_MIN (scheme.QUARTER_MIN's
 # default) are costed as quarter turns, up to QUARTER_DIRECT_MAX: 64 x 2048 on the CPU,
 # exact, 0.43 s direct against 0.91 s six-step (fast 0.26 against 0.29); 64 x 4096 direct
 # took 58.9 s against 2.0, its constants past CACHE_BYTES, rebuilt every call.  The plans
@@ -108,7 +108,8 @@ def factor(N):
 def _costs_many(N, kind, f):
     """Per-row costs (direct, six-step or None) of a batch, in complex multiply-adds."""
     real = 3 if kind != "c2c" else 1
-    inner = N // 4 if kind == "c2c" and N % 4 == 0 and QUARTER_MIN <= N <= QUARTER_DIRECT_MAX else N
+    quartered = kind == "c2c" and N % QUARTER_ALIGN == 0 and QUARTER_MIN <= N <= QUARTER_DIRECT_MAX
+    inner = N // 4 if quartered else N
     direct = N * (2 * inner + EPILOGUE) / real
     if f is None or f[1] > DIRECT_MAX:
         return direct, None

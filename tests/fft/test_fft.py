@@ -433,15 +433,15 @@ def test_quarter_turns_give_the_one_product_bits(rng, monkeypatch, mode):
 
 
 def test_batches_to_2048_points_direct_by_quarter_turns(rng, monkeypatch):
-    """Complex batches of a multiple of 4 points up to plans.QUARTER_DIRECT_MAX are direct,
+    """Complex batches of a multiple of 64 points up to plans.QUARTER_DIRECT_MAX are direct,
     costed as quarter turns (2048 was six-step); 4096 points stay six-step (their constants
     pass the host cache).  A 16 x 2048 batch in exact mode runs the quarter turns, and each
     sampled part is RN of the exact DFT (dft_bins_exact_sum: or a neighbour, where the
     reference lies within 2**-98 of the terms' sum of a rounding boundary)."""
     import mpmath
     from ozaki.fft import plans
-    assert of.algorithm(2048) == "direct" and of.algorithm(2040) == "direct"
-    assert of.algorithm(4096) == "six-step" and of.algorithm(2046) == "six-step"      # 2046: not 4 m
+    assert of.algorithm(2048) == "direct" and of.algorithm(1984) == "direct"
+    assert of.algorithm(4096) == "six-step" and of.algorithm(2040) == "six-step"      # 2040: not 64 m
     assert plans.choose(2048, 1) != plans.Plan("direct")                            # one row: fixed costs
     calls = _quarter_spy(monkeypatch)
     N, rows = 2048, 16
