@@ -23,9 +23,7 @@ def constant_tables(m, crt=False):
     """The moduli's constants as compile-time tables, so the kernels' fully
     unrolled loops read them as constant-bank operands instead of loads:
     MOD_P, MOD_INV (1/p rounded), MOD_ROW[i] (p_i, 1/p_i, 2**(26 j) mod p_i for j = 1..4), and
-    with ``crt`` the CRT limbs CRT_C[i][l], CRT_P[l] and CRT_INV_P: LC limbs (those of c_i and
-    P; the kernels' LP limbs of a reconstructed value hold one more where P's bits fill its last
-    limb, which only the carries reach: 16 moduli 5 and 4, 25 moduli 7 and 6)."""
+    with ``crt`` the CRT limbs CRT_C[i][l], CRT_P[l] and CRT_INV_P."""
     ps = _moduli(m)
     src = (array("MOD_P[]", ps) + array("MOD_INV[]", [1.0 / p for p in ps])
            + f"__constant__ double MOD_ROW[{m}][8] = "
@@ -33,8 +31,7 @@ def constant_tables(m, crt=False):
                              for p in ps) + "};\n")
     if crt:
         k = crt_constants(m)
-        src += (f"#define LC {k.Lc}\n"
-                f"__constant__ double CRT_C[{m}][LC] = {{{', '.join(doubles(row[:k.Lc]) for row in k.c_limbs)}}};\n"
-                + array("CRT_P[]", k.P_limbs[:k.Lc])
+        src += (f"__constant__ double CRT_C[{m}][{k.L}] = {{{', '.join(doubles(row) for row in k.c_limbs)}}};\n"
+                + array("CRT_P[]", k.P_limbs)
                 + f"#define CRT_INV_P {(1.0 / k.P_float).hex()}\n")
     return src

@@ -52,7 +52,6 @@ static inline double __hiloint2double(int hi, int lo) {
     double x; std::memcpy(&x, &v, 8); return x;
 }
 static inline float __int_as_float(int b) { float f; std::memcpy(&f, &b, 4); return f; }
-template <typename T> static inline T __ldg(const T* p) { return *p; }
 """
 
 MAIN = r"""

@@ -35,7 +35,6 @@ static inline long long __double_as_longlong(double x) { long long b; memcpy(&b,
 static inline float __int_as_float(int b) { float f; memcpy(&f, &b, 4); return f; }
 static inline double __longlong_as_double(long long b) { double d; memcpy(&d, &b, 8); return d; }
 #define LP 1
-#define LC 1
 double MOD_INV[1] = {1.0}, MOD_P[1] = {1.0}, CRT_C[1][1] = {{1.0}}, CRT_P[1] = {1.0};
 #define CRT_INV_P 1.0
 #include "kulisch.cuh"

@@ -35,8 +35,8 @@
 //                96 constant loads: 7.75 ms at n = 16384 against 3.6 at the copy
 //                roof, run 54dc438).  The host picks VEC where cols, the strides and
 //                the base pointers are multiples of it (cupy_backend._epilogue_vec).
-// and the constant tables MOD_P, MOD_INV, CRT_C (NMOD x LC limbs of c_i),
-// CRT_P (LC limbs of P) and CRT_INV_P from kernel_tables.constant_tables.
+// and the constant tables MOD_P, MOD_INV, CRT_C (NMOD x LP limbs of c_i),
+// CRT_P (LP limbs of P) and CRT_INV_P from cupy_backend._constant_tables.
 
 #ifndef PROD_T
 #define PROD_T int
@@ -115,24 +115,25 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
             for (int o = 0; o < NOUT; ++o)
 #pragma unroll
                 for (int l = 0; l < LACC; ++l) acc[u][o][l] = 0;
-#ifdef SINGLE_PAIR
-        constexpr int pairs = 1;          // known here: no loop kept for npairs (always 1 then)
-#else
-        const int pairs = npairs;
-#endif
-        for (int pair = 0; pair < pairs; ++pair) {
+        // With SINGLE_PAIR this loop keeps its run-time bound (always 1): ptxas then issues the
+        // moduli's loads far ahead of their use (complex, 25 moduli: 144 instructions from a
+        // load to its first use on average, 96 registers).  A compile-time bound, the sums over
+        // LC limbs and __ldg byte loads cut the instructions 1,960 -> 1,648 an output but that
+        // lead to about 18, and the epilogue ran 19-24% slower (H200, run 98cb4f1: a batch of
+        // 4096 x 1024 0.335 -> 0.399 ms, fftn 1024^3's 237 -> 295): the loads' latency bounds it.
+        for (int pair = 0; pair < npairs; ++pair) {
             // S = sum_i r_i c_i in float64 limbs.  r_i = x - p rint(x / p) is some
             // residue of the product x with |r_i| <= 1.5 p (|x| < 2**53: the
             // rounded quotient is off by at most one), or a real product's int8
             // residue as it is (|r_i| <= 128), so |r_i c_il| < 2**41 and the at
             // most 49 terms of a limb stay below 2**47: exact.
-            double S[VEC][NOUT][LC];
+            double S[VEC][NOUT][LP];
 #pragma unroll
             for (int u = 0; u < VEC; ++u)
 #pragma unroll
                 for (int o = 0; o < NOUT; ++o)
 #pragma unroll
-                    for (int l = 0; l < LC; ++l) S[u][o][l] = 0.0;
+                    for (int l = 0; l < LP; ++l) S[u][o][l] = 0.0;
             const PROD_T* p[NIN];
 #ifdef SINGLE_PAIR
             const PROD_T* one[3] = {p0, p1, p2};          // parameters: no table to copy to the device
@@ -146,13 +147,8 @@ extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PR
             for (int i = 0; i < NMOD; ++i) {
                 Pack<PROD_T, VEC> y[NIN];
 #pragma unroll
-                for (int h = 0; h < NIN; ++h) {
-                    if constexpr (VEC == 1)      // int8 residues: a sign-extending byte load (no PRMT:
-                        // 1,656 -> 1,568 SASS instructions a complex output at 25 moduli, ptxas 13.0)
-                        y[h].v[0] = __ldg(p[h] + i * mod_stride);
-                    else
-                        y[h] = *reinterpret_cast<const Pack<PROD_T, VEC>*>(p[h] + i * mod_stride);
-                }
+                for (int h = 0; h < NIN; ++h)
+                    y[h] = *reinterpret_cast<const Pack<PROD_T, VEC>*>(p[h] + i * mod_stride);
 #pragma unroll
                 for (int u = 0; u < VEC; ++u) {
                     double x[NOUT];

@@ -412,18 +412,18 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
         for (int pair = 0; pair < NPAIRS; ++pair) {
 #pragma unroll
             for (int o = 0; o < NOUT; ++o) {
-                double S[CRT_U][LC];
+                double S[CRT_U][LP];
 #pragma unroll
                 for (int u = 0; u < CRT_U; ++u)
 #pragma unroll
-                    for (int l = 0; l < LC; ++l) S[u][l] = 0.0;
+                    for (int l = 0; l < LP; ++l) S[u][l] = 0.0;
 #pragma unroll
                 for (int i = 0; i < NMOD; ++i) {
                     double x[CRT_U];
 #pragma unroll
                     for (int u = 0; u < CRT_U; ++u) x[u] = exact_double(res[((pair * NMOD + i) * NOUT + o) * RES_TILE + r[u] * RES_ROW + c[u]]);
 #pragma unroll
-                    for (int l = 0; l < LC; ++l) {
+                    for (int l = 0; l < LP; ++l) {
                         const double c_il = CRT_C[i][l];
 #pragma unroll
                         for (int u = 0; u < CRT_U; ++u) S[u][l] = fma(x[u], c_il, S[u][l]);

@@ -3,9 +3,8 @@
 // (products read from memory) and fused.cu (residues kept on chip).
 //
 // Compile-time: NMOD moduli, LP limbs of one CRT value, and the constant
-// tables MOD_P, MOD_INV, CRT_C (NMOD x LC limbs of c_i), CRT_P (LC limbs of P)
-// and CRT_INV_P from kernel_tables.constant_tables (LC <= LP: the limbs of c_i and P;
-// a value's top limb beyond them takes only the carries of normalize); OUT_T, the output type
+// tables MOD_P, MOD_INV, CRT_C (NMOD x LP limbs of c_i), CRT_P (LP limbs of P)
+// and CRT_INV_P from cupy_backend._constant_tables; OUT_T, the output type
 // (double, the default, or float), which the kernels' final writes use.
 #pragma once
 
@@ -37,12 +36,12 @@ __device__ __forceinline__ double reduce_mod(double x, int i) {
     return fma(-t, MOD_P[i], x);
 }
 
-// S_l += r c_il (l < LC): |r c_il| < 2**41 for |r| < 2**9 (a residue reduce_mod left within
+// S_l += r c_il: |r c_il| < 2**41 for |r| < 2**9 (a residue reduce_mod left within
 // 1.5 p <= 384 of zero, or an int8 residue's Karatsuba difference, |r| <= 3 * 128), so
 // the at most 49 terms of a limb stay below 2**47: exact in float64.
 __device__ __forceinline__ void crt_add(double* S, double r, int i) {
 #pragma unroll
-    for (int l = 0; l < LC; ++l) S[l] = fma(r, CRT_C[i][l], S[l]);
+    for (int l = 0; l < LP; ++l) S[l] = fma(r, CRT_C[i][l], S[l]);
 }
 
 // acc[sh + l] += the limbs of S - q P, q = rint(S / P): the value of the
@@ -53,8 +52,8 @@ __device__ __forceinline__ void crt_add(double* S, double r, int i) {
 __device__ __forceinline__ void crt_lift(const double* S, long long* acc, int sh) {
     double Sf = 0.0;
 #pragma unroll
-    for (int l = 0; l < LC; ++l) Sf = fma(S[l], LIMB_WEIGHT[l], Sf);
+    for (int l = 0; l < LP; ++l) Sf = fma(S[l], LIMB_WEIGHT[l], Sf);
     double q = fma(Sf, CRT_INV_P, MAGIC) - MAGIC;
 #pragma unroll
-    for (int l = 0; l < LC; ++l) acc[sh + l] += to_int64(fma(-q, CRT_P[l], S[l]));
+    for (int l = 0; l < LP; ++l) acc[sh + l] += to_int64(fma(-q, CRT_P[l], S[l]));
 }
