@@ -150,11 +150,16 @@
 #             (OZAKI_NEW_KERNELS=all), a batch of 4096 x 1024 and fftn 512^3 with the quarter turns and
 #             the batch without, fftn 1024^3 with them, with the complex differences unreduced
 #             (OZAKI_EPILOGUE_BYTES=1,0), the batch's time per kernel, then fftn 1024^3 without them
+#   s19a      (for the next session) the GPU tests s18a did not reach or that failed as test defects
+#             (residues_of_parts mended, butterfly4, the quarter turns' same bits, times, row_specials;
+#             OZAKI_NEW_KERNELS=all), then the epilogue back at 623fd36's kernels: a batch of 4096 x 1024
+#             and fftn 512^3 with the quarter turns and without, fftn 1024^3 with them, and 2048-point
+#             batches (direct since ed0c56a) with the quarter turns and without (about 420 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -477,6 +482,15 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
     stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
     stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
         --repeats 2 --out "$W/fft_1024_one_product.json"
+elif [ "$profile" = s19a ]; then
+    export OZAKI_NEW_KERNELS=all
+    gpu_tests gpu_tests 200 tests/fft/test_fft_gpu.py tests/backends/test_cupy_backend.py -v \
+        -k "residues_of_parts_kernel or butterfly4 or quarter_turns or times_kernels or row_specials_kernel"
+    stage fft 40 python3 -m bench.fft --cubes 512 --batches 4096x1024 2048x2048 --sizes --repeats 3 --out "$W/fft.json"
+    stage fft_one_product 40 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 512 \
+        --batches 4096x1024 2048x2048 --sizes --repeats 3 --out "$W/fft_one_product.json"
+    stage fft_1024 45 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
+    stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
@@ -500,7 +514,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ 
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c s16a s16b s16c s16d s17a s17b s18a " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c s16a s16b s16c s16d s17a s17b s18a s19a " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then
