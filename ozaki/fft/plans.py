@@ -14,10 +14,11 @@ multiply-add of one row (all moduli), fitted to the CPU pipeline:
   plan's passes; set from the H200, see below); a real product costs a third
   of a complex one.
 * direct (one product with the N x N DFT matrix, or for real kinds a real
-  product with half of it; a complex one of QUARTER_MIN..QUARTER_DIRECT_MAX points,
-  a multiple of scheme.QUARTER_ALIGN, as four quarter-size products, scheme._quarter_product: a quarter
-  of the multiply-adds) against six-step (stage 1, its remainder, stage 2:
-  three products with N1- and N2-point matrices, three epilogues per point).
+  product with half of it; a complex one of QUARTER_MIN..QUARTER_DIRECT_MAX
+  points, a multiple of scheme.QUARTER_ALIGN, as the four quarter-size products
+  of scheme._quarter_product: a quarter of the multiply-adds) against six-step
+  (stage 1, its remainder, stage 2: three products with N1- and N2-point
+  matrices, three epilogues per point).
 
 Many rows (FOLD_MIN_ROWS or more) weigh the per-row terms only; fewer rows
 weigh one row plus the fixed and constant costs: so one 256-point transform is
@@ -66,8 +67,9 @@ CONSTANT = 170            # per complex entry of a constant matrix
 FEW_PRODUCT_DIRECT = 2.1
 FEW_PRODUCT = 6.0
 FEW_CONSTANT = 1.14e-3
-# Complex direct products of a multiple of QUARTER_ALIGN (64) points from QUARTER_MIN (scheme.QUARTER_MIN's
-# default) are costed as quarter turns, up to QUARTER_DIRECT_MAX: 64 x 2048 on the CPU,
+# Complex direct products of a multiple of QUARTER_ALIGN (64) points from QUARTER_MIN
+# (scheme.QUARTER_MIN's default; fixed here, so that no setting changes a plan's bits) are
+# costed as quarter turns, up to QUARTER_DIRECT_MAX: 64 x 2048 on the CPU,
 # exact, 0.43 s direct against 0.91 s six-step (fast 0.26 against 0.29); 64 x 4096 direct
 # took 58.9 s against 2.0, its constants past CACHE_BYTES, rebuilt every call.  The plans
 # are the same on every backend, whether it runs the quarter turns or the one product.
