@@ -154,7 +154,9 @@
 #             (residues_of_parts mended, butterfly4, the quarter turns' same bits, times, row_specials;
 #             OZAKI_NEW_KERNELS=all), then the epilogue back at 623fd36's kernels: a batch of 4096 x 1024
 #             and fftn 512^3 with the quarter turns and without, fftn 1024^3 with them, and 2048-point
-#             batches (direct since ed0c56a) with the quarter turns and without (about 420 s)
+#             batches (direct since ed0c56a) with the quarter turns and without; the epilogue built for
+#             4 and 5 blocks of 128 threads an SM (OZAKI_EPILOGUE_BLOCKS: its loads issued further
+#             ahead) on the same shapes (about 490 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
@@ -486,10 +488,15 @@ elif [ "$profile" = s19a ]; then
     export OZAKI_NEW_KERNELS=all
     gpu_tests gpu_tests 200 tests/fft/test_fft_gpu.py tests/backends/test_cupy_backend.py -v \
         -k "residues_of_parts_kernel or butterfly4 or quarter_turns or times_kernels or row_specials_kernel"
-    stage fft 40 python3 -m bench.fft --cubes 512 --batches 4096x1024 2048x2048 --sizes --repeats 3 --out "$W/fft.json"
-    stage fft_one_product 40 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 512 \
-        --batches 4096x1024 2048x2048 --sizes --repeats 3 --out "$W/fft_one_product.json"
+    shapes="--cubes 512 --batches 4096x1024 2048x2048 --sizes --repeats 3"
+    stage fft 40 python3 -m bench.fft $shapes --out "$W/fft.json"
+    stage fft_blocks4 40 env OZAKI_EPILOGUE_BLOCKS=4 python3 -m bench.fft $shapes --out "$W/fft_blocks4.json"
+    stage fft_one_product 40 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft $shapes --out "$W/fft_one_product.json"
     stage fft_1024 45 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
+    stage fft_1024_blocks4 45 env OZAKI_EPILOGUE_BLOCKS=4 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 \
+        --out "$W/fft_1024_blocks4.json"
+    stage fft_1024_blocks5 45 env OZAKI_EPILOGUE_BLOCKS=5 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 \
+        --out "$W/fft_1024_blocks5.json"
     stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \

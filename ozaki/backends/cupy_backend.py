@@ -870,6 +870,10 @@ def _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride):
 # OZAKI_EPILOGUE_BYTES="c,r" sets them (bench/device_run.sh compares them).
 EPILOGUE_BYTES = (tuple(int(v) for v in os.environ["OZAKI_EPILOGUE_BYTES"].split(","))
                   if os.environ.get("OZAKI_EPILOGUE_BYTES") else None)
+# epilogue.cu's EPILOGUE_BLOCKS (the blocks of 128 threads an SM ptxas must fit, hence its
+# registers and how far ahead it issues the loads); OZAKI_EPILOGUE_BLOCKS=N sets it, for
+# bench/device_run.sh's comparison; None: ptxas's choice.
+EPILOGUE_BLOCKS = _count_env("OZAKI_EPILOGUE_BLOCKS")
 
 
 def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False, out=None, matrices=1,
@@ -916,6 +920,8 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     convert, reduce = EPILOGUE_BYTES if EPILOGUE_BYTES is not None else (int(_new_kernel("byte_convert")), 1)
     if dtype == cupy.int8 and (convert, reduce) != (1, 1):
         defines += (("BYTE_CONVERT", convert), ("BYTE_REDUCE", reduce))
+    if EPILOGUE_BLOCKS:
+        defines += (("EPILOGUE_BLOCKS", EPILOGUE_BLOCKS),)
     out_rows, out_cols = rows, cols                               # the outputs' shape
     if interleave and matrices > 1:
         if out is not None:

@@ -43,6 +43,7 @@ using std::fma; using std::ldexp; using std::isinf;
 #define __global__
 #define __restrict__
 #define __constant__
+#define __launch_bounds__(...)
 struct Dim { long long x, y, z; };
 static Dim blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
@@ -134,7 +135,8 @@ CONFIGS = [c + ((),) for c in CONFIGS] + [
     (True, np.int8, 1, 25, np.float64, True, 1, 1, False, (("BYTE_CONVERT", 0),)),
     (False, np.int8, 2, 16, np.float64, False, 1, 1, False, (("BYTE_CONVERT", 0),)),
     (True, np.int8, 1, 25, np.float64, False, 1, 4, True, (("BYTE_REDUCE", 0),)),
-    (True, np.int8, 2, 17, np.float32, True, 1, 1, False, (("BYTE_REDUCE", 0),))]
+    (True, np.int8, 2, 17, np.float32, True, 1, 1, False, (("BYTE_REDUCE", 0),)),
+    (True, np.int8, 1, 25, np.float64, False, 1, 4, True, (("EPILOGUE_BLOCKS", 4),))]     # (launch bounds)
 # The pairs' shifts in limbs: out of order and with a gap, so a pair read at another's
 # shift (or all at one) lands elsewhere.
 SHIFTS = {1: [0], 2: [2, 0], 3: [1, 3, 0]}

@@ -75,7 +75,18 @@
 // VEC adjacent products, loaded at once (their address a multiple of the pack's size).
 template <typename T, int N> struct alignas(sizeof(T) * N) Pack { T v[N]; };
 
-extern "C" __global__ void epilogue(const PROD_T* p0, const PROD_T* p1, const PROD_T* p2,   // one pair's
+// EPILOGUE_BLOCKS: blocks of 128 threads an SM that ptxas must fit (4: 128 registers a
+// thread), for bench/device_run.sh's comparison (cupy_backend: OZAKI_EPILOGUE_BLOCKS); unset,
+// ptxas's own choice.  The loads' lead to their use is what it changes: complex, 25 moduli,
+// one pair, interleaved, ptxas 13.0: 79 registers and 16 instructions by default, 96 and 118
+// at 5 blocks, 116 and 247 (every modulus' loads before the arithmetic) at 4.
+#ifdef EPILOGUE_BLOCKS
+#define EPILOGUE_BOUNDS __launch_bounds__(128, EPILOGUE_BLOCKS)
+#else
+#define EPILOGUE_BOUNDS
+#endif
+
+extern "C" __global__ void EPILOGUE_BOUNDS epilogue(const PROD_T* p0, const PROD_T* p1, const PROD_T* p2,   // one pair's
                                     const PROD_T* const* __restrict__ prods,  // (npairs * NIN) pointers
                                     int npairs, long long rows, long long cols,
                                     long long mod_stride, long long row_stride,
