@@ -156,7 +156,7 @@
 #             and fftn 512^3 with the quarter turns and without, fftn 1024^3 with them, and 2048-point
 #             batches (direct since ed0c56a) with the quarter turns and without; the epilogue built for
 #             4 and 5 blocks of 128 threads an SM (OZAKI_EPILOGUE_BLOCKS: its loads issued further
-#             ahead) on the same shapes (about 490 s)
+#             ahead) on the same shapes, and on issue 11's stacks and n = 2048 (about 550 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
@@ -497,6 +497,10 @@ elif [ "$profile" = s19a ]; then
         --out "$W/fft_1024_blocks4.json"
     stage fft_1024_blocks5 45 env OZAKI_EPILOGUE_BLOCKS=5 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 \
         --out "$W/fft_1024_blocks5.json"
+    small="--sizes 2048 --shapes 4096x64x64x64 256x256x256x256 --families normal --no-emulated --samples 6 --repeats 5"
+    stage gemm_small 30 python3 -m bench.gemm $small --modes accurate accurate:14 --out "$W/gemm_small.json"
+    stage gemm_small_blocks4 30 env OZAKI_EPILOGUE_BLOCKS=4 python3 -m bench.gemm $small --modes accurate accurate:14 \
+        --out "$W/gemm_small_blocks4.json"
     stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
