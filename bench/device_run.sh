@@ -150,13 +150,15 @@
 #             (OZAKI_NEW_KERNELS=all), a batch of 4096 x 1024 and fftn 512^3 with the quarter turns and
 #             the batch without, fftn 1024^3 with them, with the complex differences unreduced
 #             (OZAKI_EPILOGUE_BYTES=1,0), the batch's time per kernel, then fftn 1024^3 without them
-#   s19a      (for the next session) the GPU tests s18a did not reach or that failed as test defects
-#             (residues_of_parts mended, butterfly4, the quarter turns' same bits, times, row_specials;
+#   s19a      (for the next session) the GPU tests s18a did not reach (but the zero-signs kernel at 4096
+#             points, about 200 s) or that failed as test defects (residues_of_parts mended, butterfly4,
+#             the quarter turns' same bits, times, row_specials;
 #             OZAKI_NEW_KERNELS=all), then the epilogue back at 623fd36's kernels: a batch of 4096 x 1024
 #             and fftn 512^3 with the quarter turns and without, fftn 1024^3 with them, and 2048-point
 #             batches (direct since ed0c56a) with the quarter turns and without; the epilogue built for
 #             4 and 5 blocks of 128 threads an SM (OZAKI_EPILOGUE_BLOCKS: its loads issued further
-#             ahead) on the same shapes, and on issue 11's stacks and n = 2048 (about 550 s)
+#             ahead) on the same shapes, and on issue 11's stacks and n = 2048 on "auto" and the
+#             residue GEMM (about 560 s of stage limits: a call cut short keeps its earlier stages)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
@@ -486,7 +488,7 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
         --repeats 2 --out "$W/fft_1024_one_product.json"
 elif [ "$profile" = s19a ]; then
     export OZAKI_NEW_KERNELS=all
-    gpu_tests gpu_tests 200 tests/fft/test_fft_gpu.py tests/backends/test_cupy_backend.py -v \
+    gpu_tests gpu_tests 160 tests/fft/test_fft_gpu.py tests/backends/test_cupy_backend.py -v \
         -k "residues_of_parts_kernel or butterfly4 or quarter_turns or times_kernels or row_specials_kernel"
     shapes="--cubes 512 --batches 4096x1024 2048x2048 --sizes --repeats 3"
     stage fft 40 python3 -m bench.fft $shapes --out "$W/fft.json"
@@ -497,9 +499,10 @@ elif [ "$profile" = s19a ]; then
         --out "$W/fft_1024_blocks4.json"
     stage fft_1024_blocks5 45 env OZAKI_EPILOGUE_BLOCKS=5 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 \
         --out "$W/fft_1024_blocks5.json"
-    small="--sizes 2048 --shapes 4096x64x64x64 256x256x256x256 --families normal --no-emulated --samples 6 --repeats 5"
-    stage gemm_small 30 python3 -m bench.gemm $small --modes accurate accurate:14 --out "$W/gemm_small.json"
-    stage gemm_small_blocks4 30 env OZAKI_EPILOGUE_BLOCKS=4 python3 -m bench.gemm $small --modes accurate accurate:14 \
+    # (the stack of 64^3 products runs the fused kernel on "auto", which EPILOGUE_BLOCKS leaves alone)
+    small="--sizes 2048 --shapes 4096x64x64x64 256x256x256x256 --families normal --no-emulated --samples 6 --repeats 5 --paths auto cutlass"
+    stage gemm_small 40 python3 -m bench.gemm $small --modes accurate accurate:14 --out "$W/gemm_small.json"
+    stage gemm_small_blocks4 40 env OZAKI_EPILOGUE_BLOCKS=4 python3 -m bench.gemm $small --modes accurate accurate:14 \
         --out "$W/gemm_small_blocks4.json"
     stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
 elif [ "$profile" = s13b ]; then

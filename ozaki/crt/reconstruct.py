@@ -77,8 +77,9 @@ def reconstruct(residues, m):
     r = np.stack([remainder_near(residues[i].astype(np.float64), p).astype(np.int64)
                   for i, p in enumerate(k.moduli)])
     # S_l = sum_i r_i c_il: |r_i c_il| < 2**9 * 2**32, at most 49 terms: no overflow.
-    # Only the Lc limbs of c_i and P take part; the top L - Lc limbs take the carries.  (The
-    # GPU kernels sum over all L: with Lc they ran slower, see epilogue.cu's pair loop.)
+    # Only the Lc limbs of c_i and P take part; limbs Lc.. of S (none, or one where P's bits
+    # nearly fill its last limb) take only carries.  (The GPU kernels sum over all L: their
+    # LC variant was taken back with the compile-time pair loop, see epilogue.cu.)
     S = np.zeros((k.L,) + r.shape[1:], dtype=np.int64)
     S[:k.Lc] = np.tensordot(k.c_limbs[:, :k.Lc].T, r, axes=(1, 0))
     Sf = sum(S[l].astype(np.float64) * 2.0 ** (kulisch.LIMB_BITS * l) for l in range(k.Lc))

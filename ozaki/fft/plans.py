@@ -72,7 +72,9 @@ FEW_CONSTANT = 1.14e-3
 # costed as quarter turns, up to QUARTER_DIRECT_MAX: 64 x 2048 on the CPU,
 # exact, 0.43 s direct against 0.91 s six-step (fast 0.26 against 0.29); 64 x 4096 direct
 # took 58.9 s against 2.0, its constants past CACHE_BYTES, rebuilt every call.  The plans
-# are the same on every backend, whether it runs the quarter turns or the one product.
+# are the same on every backend, whether it runs the quarter turns or the one product.  Not
+# for carried rows (choose's ``carried``): stage 2 of 256 x 2048 points with remainders took
+# 7.3 s direct against 5.3 six-step on the CPU.
 QUARTER_MIN = 256
 QUARTER_DIRECT_MAX = 2048
 BLUESTEIN_EXACT_MAX = 65536   # bluestein.EXACT_MAX: convolutions in two stages
@@ -107,10 +109,11 @@ def factor(N):
     return deeper[0] if deeper else None
 
 
-def _costs_many(N, kind, f):
+def _costs_many(N, kind, f, carried=False):
     """Per-row costs (direct, six-step or None) of a batch, in complex multiply-adds."""
     real = 3 if kind != "c2c" else 1
-    quartered = kind == "c2c" and N % QUARTER_ALIGN == 0 and QUARTER_MIN <= N <= QUARTER_DIRECT_MAX
+    quartered = (kind == "c2c" and not carried and N % QUARTER_ALIGN == 0
+                 and QUARTER_MIN <= N <= QUARTER_DIRECT_MAX)
     inner = N // 4 if quartered else N
     direct = N * (2 * inner + EPILOGUE) / real
     if f is None or f[1] > DIRECT_MAX:
@@ -139,14 +142,16 @@ def _costs_few(N, kind, f):
 
 
 @lru_cache(maxsize=8192)
-def choose(N, rows, kind="c2c"):
+def choose(N, rows, kind="c2c", carried=False):
     """The Plan for ``rows`` transforms of length N of ``kind`` ("c2c", "r2c", "c2r"; the
-    real kinds run as c2c transforms unless direct).  Only rows >= FOLD_MIN_ROWS matters."""
+    real kinds run as c2c transforms unless direct).  Only rows >= FOLD_MIN_ROWS matters.
+    ``carried``: rows with their remainders (a long stage 2 in exact mode), whose direct
+    product [x, rem] @ [F; F / LIFT] is one of inner length 2 N, not the quarter turns."""
     if N <= SMALL_DIRECT:
         return Plan("direct")
     f = factor(N)
     if rows >= FOLD_MIN_ROWS:
-        direct, six = _costs_many(N, kind, f)
+        direct, six = _costs_many(N, kind, f, carried)
         blue = None
     else:
         direct, six, blue = _costs_few(N, kind, f)

@@ -118,7 +118,7 @@ def transform(x, sign, div, opts, kind="c2c", N=None, rem=None, real=None):
     if B == 0:
         width = {"c2c": N, "r2c": N // 2 + 1, "c2r": N}[kind]
         return xp.zeros((0, width), dtype=xp.float64 if kind == "c2r" else xp.complex128)
-    plan = plans.choose(N, B, kind)
+    plan = plans.choose(N, B, kind, rem is not None)
     if rem is not None:
         if plan.algorithm == "direct":                  # the pair [x, rem] times [F_hi; F_hi / LIFT] + [F_lo; 0]
             return matmul(xp.concatenate([x, rem], axis=1), plans.stage2_few(xp, N, sign, div), opts,

@@ -254,9 +254,10 @@ def test_residues_kernel_row_strides(rng, monkeypatch, m, width, nearest):
 @pytest.mark.parametrize("width,nearest", [(None, True), (64, False), (100, False)])
 def test_residues_of_parts_kernel(rng, monkeypatch, m, width, nearest):
     """A complex operand's parts, the halves of joined [Re | Im] rows (and those reversed),
-    in one pass (residues.cu PARTS 2, no add_residues): numpy_backend's residues of each
-    part and of their sums, bit for bit; parts of different row strides take a pass a part
-    and add_residues, with the same bits."""
+    in one pass up to RESIDUE_PARTS_MAX_MODULI (residues.cu PARTS 2, no add_residues; past
+    it a pass a part): numpy_backend's residues of each part and of their sums, bit for
+    bit; parts of different row strides take a pass a part and add_residues, with the
+    same bits."""
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
     monkeypatch.setenv("OZAKI_NEW_KERNELS", "residue_parts")

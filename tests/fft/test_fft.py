@@ -435,21 +435,30 @@ def test_quarter_turns_give_the_one_product_bits(rng, monkeypatch, mode):
 def test_batches_to_2048_points_direct_by_quarter_turns(rng, monkeypatch):
     """Complex batches of a multiple of 64 points up to plans.QUARTER_DIRECT_MAX are direct,
     costed as quarter turns (2048 was six-step); 4096 points stay six-step (their constants
-    pass the host cache).  A 16 x 2048 batch in exact mode runs the quarter turns, and each
-    sampled part is RN of the exact DFT (dft_bins_exact_sum: or a neighbour, where the
-    reference lies within 2**-98 of the terms' sum of a rounding boundary)."""
+    pass the host cache), and so do carried rows (their product is not the quarter turns).
+    A 16 x 2048 batch in exact mode runs the quarter turns, gives the one product's bits,
+    and each sampled part (every column class mod 4) is RN of the exact DFT
+    (dft_bins_exact_sum: or a neighbour, where the reference lies within 2**-98 of the
+    terms' sum of a rounding boundary)."""
     import mpmath
+    from ozaki import scheme
     from ozaki.fft import plans
     assert of.algorithm(2048) == "direct" and of.algorithm(1984) == "direct"
     assert of.algorithm(4096) == "six-step" and of.algorithm(2040) == "six-step"      # 2040: not 64 m
     assert plans.choose(2048, 1) != plans.Plan("direct")                            # one row: fixed costs
+    assert plans.choose(2048, 16, "c2c", True) != plans.Plan("direct")              # carried rows
     calls = _quarter_spy(monkeypatch)
     N, rows = 2048, 16
     x = inputs_wide_complex(rng, (rows, N))
     x[3, N // 2:] = -x[3, :N // 2]                                    # cancellation across the quarters
+    monkeypatch.setattr(scheme, "QUARTER_MIN", 1 << 30)
+    one = of.fft(x)
+    assert not calls
+    monkeypatch.setattr(scheme, "QUARTER_MIN", 256)
     y = of.fft(x)
     assert calls
-    ks = sorted({0, 1, N // 4, N - 1} | {int(k) for k in rng.integers(0, N, 6)})
+    assert np.array_equal(one.view(np.uint64), y.view(np.uint64))
+    ks = sorted({0, 1, 2, 3, N // 4, N - 2, N - 1} | {int(k) for k in rng.integers(0, N, 4)})
     for r in (0, 3, rows - 1):
         ref = dft_bins_exact_sum(x[r], ks)
         terms = float(np.sum(np.abs(x[r].real) + np.abs(x[r].imag)))

@@ -127,11 +127,13 @@ extern "C" __global__ void EPILOGUE_BOUNDS epilogue(const PROD_T* p0, const PROD
 #pragma unroll
                 for (int l = 0; l < LACC; ++l) acc[u][o][l] = 0;
         // With SINGLE_PAIR this loop keeps its run-time bound (always 1): ptxas then issues the
-        // moduli's loads far ahead of their use (complex, 25 moduli: 144 instructions from a
-        // load to its first use on average, 96 registers).  A compile-time bound, the sums over
-        // LC limbs and __ldg byte loads cut the instructions 1,960 -> 1,648 an output but that
-        // lead to about 18, and the epilogue ran 19-24% slower (H200, run 98cb4f1: a batch of
-        // 4096 x 1024 0.335 -> 0.399 ms, fftn 1024^3's 237 -> 295): the loads' latency bounds it.
+        // moduli's loads far ahead of their use (complex, 25 moduli, not interleaved: 144
+        // instructions from a load to its first use on average, 96 registers).  A compile-time
+        // bound, the sums over LC limbs and __ldg byte loads cut the instructions 1,960 -> 1,648
+        // an output but that lead to about 18, and the epilogue ran 19% slower (H200, run
+        // 98cb4f1: a batch of 4096 x 1024, 0.335 -> 0.399 ms).  Interleaved (lead about 16
+        // either way) fftn 1024^3's ran 237 -> 295 ms too, with 9ecf12e's mapping new in that
+        // run: not explained by the lead.
         for (int pair = 0; pair < npairs; ++pair) {
             // S = sum_i r_i c_i in float64 limbs.  r_i = x - p rint(x / p) is some
             // residue of the product x with |r_i| <= 1.5 p (|x| < 2**53: the
