@@ -158,7 +158,8 @@
 #             batches (direct since ed0c56a) with the quarter turns and without; the epilogue built for
 #             4 and 5 blocks of 128 threads an SM (OZAKI_EPILOGUE_BLOCKS: its loads issued further
 #             ahead) on the same shapes, and on issue 11's stacks and n = 2048 on "auto" and the
-#             residue GEMM (about 560 s of stage limits: a call cut short keeps its earlier stages)
+#             residue GEMM, and the 2048-point batch on its old plan (six-step) (about 560 s of stage
+#             limits: a call cut short keeps its earlier stages)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
@@ -488,7 +489,7 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
         --repeats 2 --out "$W/fft_1024_one_product.json"
 elif [ "$profile" = s19a ]; then
     export OZAKI_NEW_KERNELS=all
-    gpu_tests gpu_tests 160 tests/fft/test_fft_gpu.py tests/backends/test_cupy_backend.py -v \
+    gpu_tests gpu_tests 150 tests/fft/test_fft_gpu.py tests/backends/test_cupy_backend.py -v \
         -k "residues_of_parts_kernel or butterfly4 or quarter_turns or times_kernels or row_specials_kernel"
     shapes="--cubes 512 --batches 4096x1024 2048x2048 --sizes --repeats 3"
     stage fft 40 python3 -m bench.fft $shapes --out "$W/fft.json"
@@ -504,7 +505,10 @@ elif [ "$profile" = s19a ]; then
     stage gemm_small 40 python3 -m bench.gemm $small --modes accurate accurate:14 --out "$W/gemm_small.json"
     stage gemm_small_blocks4 40 env OZAKI_EPILOGUE_BLOCKS=4 python3 -m bench.gemm $small --modes accurate accurate:14 \
         --out "$W/gemm_small_blocks4.json"
-    stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
+    # the 2048-point batch on the plan it had before ed0c56a (six-step), for the GPU's default (one product)
+    stage fft_2048_six_step 30 python3 -c "import sys, runpy; from ozaki.fft import plans; plans.QUARTER_DIRECT_MAX = 1024
+sys.argv = ['bench.fft', '--cubes', '--batches', '2048x2048', '--sizes', '--repeats', '3', '--out', '$W/fft_2048_six_step.json']
+runpy.run_module('bench.fft', run_name='__main__')"
 elif [ "$profile" = s13b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --families normal --no-emulated \
         --samples 12 --repeats 5 --modes accurate accurate:15 accurate:14 --out "$W/gemm.json"
