@@ -26,7 +26,6 @@ class CRTConstants:
     moduli: tuple          # p_i
     P: int                 # their product
     L: int                 # limbs of the reconstructed value
-    Lc: int                # limbs of c_i and P (< 2**(32 Lc)): the sum S's other limbs stay zero
     c_limbs: np.ndarray    # (m, L) int64: limbs of c_i, in [0, P)
     P_limbs: np.ndarray    # (L,) int64: limbs of P
     P_float: float         # float64(P), for the quotient estimate
@@ -45,8 +44,7 @@ def crt_constants(m):
         Mi = P // p
         c.append(Mi * pow(Mi, -1, p) % P)
     c_limbs = np.stack([kulisch.from_int(ci, L) for ci in c])
-    Lc = -(-P.bit_length() // kulisch.LIMB_BITS)
-    return CRTConstants(ps, P, L, Lc, c_limbs, kulisch.from_int(P, L), float(P))
+    return CRTConstants(ps, P, L, c_limbs, kulisch.from_int(P, L), float(P))
 
 
 def symmetric(v, p):
@@ -77,12 +75,8 @@ def reconstruct(residues, m):
     r = np.stack([remainder_near(residues[i].astype(np.float64), p).astype(np.int64)
                   for i, p in enumerate(k.moduli)])
     # S_l = sum_i r_i c_il: |r_i c_il| < 2**9 * 2**32, at most 49 terms: no overflow.
-    # Only the Lc limbs of c_i and P take part; limbs Lc.. of S (none, or one where P's bits
-    # nearly fill its last limb) take only carries.  (The GPU kernels sum over all L: their
-    # LC variant was taken back with the compile-time pair loop, see epilogue.cu.)
-    S = np.zeros((k.L,) + r.shape[1:], dtype=np.int64)
-    S[:k.Lc] = np.tensordot(k.c_limbs[:, :k.Lc].T, r, axes=(1, 0))
-    Sf = sum(S[l].astype(np.float64) * 2.0 ** (kulisch.LIMB_BITS * l) for l in range(k.Lc))
+    S = np.tensordot(k.c_limbs.T, r, axes=(1, 0))
+    Sf = sum(S[l].astype(np.float64) * 2.0 ** (kulisch.LIMB_BITS * l) for l in range(k.L))
     q = np.rint(Sf / k.P_float).astype(np.int64)
-    S[:k.Lc] -= k.P_limbs[:k.Lc].reshape((-1,) + (1,) * q.ndim) * q
+    S -= k.P_limbs.reshape((-1,) + (1,) * q.ndim) * q
     return kulisch.normalize(S)

@@ -39,18 +39,6 @@ def test_constants():
         assert kulisch.to_int(k.P_limbs) == k.P
 
 
-def test_constants_fill_lc_limbs():
-    """c_i < P < 2**(32 Lc) for every moduli count: the Lc limbs reconstruct sums over
-    hold c_i and P whole, the limbs above are zero; Lc is L or one less (P's bits nearly
-    filling its last limb: 16 moduli, 126 bits, 4 of 5; 25 moduli, 192 bits, 6 of 7)."""
-    for m in range(1, crt.max_num_moduli() + 1):
-        k = crt.crt_constants(m)
-        assert 2 ** (32 * (k.Lc - 1)) <= k.P < 2 ** (32 * k.Lc) and k.Lc in (k.L, k.L - 1)
-        assert not k.c_limbs[:, k.Lc:].any() and not k.P_limbs[k.Lc:].any()
-    assert (crt.crt_constants(16).Lc, crt.crt_constants(16).L) == (4, 5)
-    assert (crt.crt_constants(25).Lc, crt.crt_constants(25).L) == (6, 7)
-
-
 @given(st.integers(2, 256), st.integers(-10 ** 6, 10 ** 6))
 def test_symmetric(p, v):
     r = int(crt.symmetric(np.int64(v), p))

@@ -129,7 +129,8 @@ extern "C" __global__ void EPILOGUE_BOUNDS epilogue(const PROD_T* p0, const PROD
         // With SINGLE_PAIR this loop keeps its run-time bound (always 1): ptxas then issues the
         // moduli's loads far ahead of their use (complex, 25 moduli, not interleaved: 144
         // instructions from a load to its first use on average, 96 registers).  A compile-time
-        // bound, the sums over LC limbs and __ldg byte loads cut the instructions 1,960 -> 1,648
+        // bound, sums over only the limbs c_i and P fill (one fewer at 16 and 25 moduli) and
+        // __ldg byte loads (commits d0ce90f, a2bedb0) cut the instructions 1,960 -> 1,648
         // an output but that lead to about 18, and the epilogue ran 19% slower (H200, run
         // 98cb4f1: a batch of 4096 x 1024, 0.335 -> 0.399 ms).  Interleaved (lead about 16
         // either way) fftn 1024^3's ran 237 -> 295 ms too, with 9ecf12e's mapping new in that
