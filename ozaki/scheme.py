@@ -530,8 +530,10 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
 # quarter's size where the matrix has N = 4 q columns, N a multiple of QUARTER_ALIGN and
 # at least QUARTER_MIN, or the backend's QUARTER_MIN where larger (the GPU's: its int8
 # GEMMs of a quarter's size run well only from q = 256).  The bits are the same either way.
-# (OZAKI_QUARTER_MIN=N sets it: bench/device_run.sh times the one-product path beside it.)
-QUARTER_MIN = int(os.environ.get("OZAKI_QUARTER_MIN") or 256)
+# (OZAKI_QUARTER_MIN=N sets it: bench/device_run.sh times the one-product path beside it;
+# ozaki.fft's plans cost the quarter turns from QUARTER_MIN_DEFAULT, whatever it is set to.)
+QUARTER_MIN_DEFAULT = 256
+QUARTER_MIN = int(os.environ.get("OZAKI_QUARTER_MIN") or QUARTER_MIN_DEFAULT)
 QUARTER_ALIGN = 64
 
 

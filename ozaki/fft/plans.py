@@ -14,7 +14,7 @@ multiply-add of one row (all moduli), fitted to the CPU pipeline:
   plan's passes; set from the H200, see below); a real product costs a third
   of a complex one.
 * direct (one product with the N x N DFT matrix, or for real kinds a real
-  product with half of it; a complex one of QUARTER_MIN..QUARTER_DIRECT_MAX
+  product with half of it; a complex one of QUARTER_MIN_DEFAULT..QUARTER_DIRECT_MAX
   points, a multiple of scheme.QUARTER_ALIGN, as the four quarter-size products
   of scheme._quarter_product: a quarter of the multiply-adds) against six-step
   (stage 1, its remainder, stage 2: three products with N1- and N2-point
@@ -43,7 +43,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..scheme import QUARTER_ALIGN, Prepared
+from ..scheme import QUARTER_ALIGN, QUARTER_MIN_DEFAULT, Prepared
 
 from . import twiddles
 
@@ -67,15 +67,14 @@ CONSTANT = 170            # per complex entry of a constant matrix
 FEW_PRODUCT_DIRECT = 2.1
 FEW_PRODUCT = 6.0
 FEW_CONSTANT = 1.14e-3
-# Complex direct products of a multiple of QUARTER_ALIGN (64) points from QUARTER_MIN
-# (scheme.QUARTER_MIN's default; fixed here, so that no setting changes a plan's bits) are
-# costed as quarter turns, up to QUARTER_DIRECT_MAX: 64 x 2048 on the CPU,
+# Complex direct products of a multiple of QUARTER_ALIGN (64) points from
+# QUARTER_MIN_DEFAULT (scheme.QUARTER_MIN's default, not its setting: no setting changes a
+# plan's bits) are costed as quarter turns, up to QUARTER_DIRECT_MAX: 64 x 2048 on the CPU,
 # exact, 0.43 s direct against 0.91 s six-step (fast 0.26 against 0.29); 64 x 4096 direct
 # took 58.9 s against 2.0, its constants past CACHE_BYTES, rebuilt every call.  The plans
 # are the same on every backend, whether it runs the quarter turns or the one product.  Not
 # for carried rows (choose's ``carried``): stage 2 of 256 x 2048 points with remainders took
 # 7.3 s direct against 5.3 six-step on the CPU.
-QUARTER_MIN = 256
 QUARTER_DIRECT_MAX = 2048
 BLUESTEIN_EXACT_MAX = 65536   # bluestein.EXACT_MAX: convolutions in two stages
 CACHE_BYTES = 1 << 30     # constants kept on the host (numpy), and at least this per GPU
@@ -113,7 +112,7 @@ def _costs_many(N, kind, f, carried=False):
     """Per-row costs (direct, six-step or None) of a batch, in complex multiply-adds."""
     real = 3 if kind != "c2c" else 1
     quartered = (kind == "c2c" and not carried and N % QUARTER_ALIGN == 0
-                 and QUARTER_MIN <= N <= QUARTER_DIRECT_MAX)
+                 and QUARTER_MIN_DEFAULT <= N <= QUARTER_DIRECT_MAX)
     inner = N // 4 if quartered else N
     direct = N * (2 * inner + EPILOGUE) / real
     if f is None or f[1] > DIRECT_MAX:
