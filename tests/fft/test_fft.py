@@ -348,7 +348,6 @@ def test_long_lengths_rounded_once(rng, N, inverse, norm, kind):
     part is RN of the reference, or, where the reference lies within 2**-98 of the terms'
     sum of a rounding boundary, either neighbour of it.  (2**17 points: before the exact
     carry, 20 of 32 sampled parts were not RN of the reference.)"""
-    import mpmath
     if kind == "uniform":
         x = rng.random(N) - 0.5 + 1j * (rng.random(N) - 0.5)
     else:
@@ -356,16 +355,27 @@ def test_long_lengths_rounded_once(rng, N, inverse, norm, kind):
     assert of.algorithm(N, rows=1) == "six-step" and N > of.DIRECT_MAX ** 2
     y = (of.ifft if inverse else of.fft)(x, norm=norm)
     ks = sorted({0, 1, N - 1} | {int(k) for k in rng.integers(0, N, 9)})
-    ref = dft_bins_exact_sum(x, ks, sign=1 if inverse else -1)
+    ref, scale = assert_rounded_once(x, y, ks, 1 if inverse else -1, norm)
+    assert l2_error(y, [r * scale for r in ref], ks) <= 1e-16
+
+
+def assert_rounded_once(x, y, ks, sign, norm=None):
+    """Each part of bins ``ks`` of y, the transform of the 1-D x under ``norm`` (None or
+    "ortho"), is RN of the exact DFT's (dft_bins_exact_sum, within 2**-104 of the terms of
+    the true DFT), or, where that reference lies within 2**-98 of the terms' sum of a
+    rounding boundary, either neighbour of it.  Returns the reference bins (unscaled) and
+    the norm's scale (at 2200 bits)."""
+    import mpmath
+    ref = dft_bins_exact_sum(x, ks, sign=sign)
     terms = float(np.sum(np.abs(x.real) + np.abs(x.imag)))
     with mpmath.workprec(2200):
-        scale = 1 / mpmath.sqrt(N) if norm == "ortho" else mpmath.mpf(1)
+        scale = 1 / mpmath.sqrt(len(x)) if norm == "ortho" else mpmath.mpf(1)
         slack = mpmath.mpf(terms) * scale * mpmath.mpf(2) ** -98
         for k, r in zip(ks, ref):
             for part, got in ((r.real * scale, y[k].real), (r.imag * scale, y[k].imag)):
                 allowed = {float(part), float(part - slack), float(part + slack)}
                 assert got in allowed, (k, got, float(part))
-    assert l2_error(y, [r * scale for r in ref], ks) <= 1e-16
+    return ref, scale
 
 
 def _quarter_spy(monkeypatch):
@@ -440,7 +450,6 @@ def test_batches_to_2048_points_direct_by_quarter_turns(rng, monkeypatch):
     and each sampled part (every column class mod 4) is RN of the exact DFT
     (dft_bins_exact_sum: or a neighbour, where the reference lies within 2**-98 of the
     terms' sum of a rounding boundary)."""
-    import mpmath
     from ozaki import scheme
     from ozaki.fft import plans
     assert of.algorithm(2048) == "direct" and of.algorithm(1984) == "direct"
@@ -460,13 +469,7 @@ def test_batches_to_2048_points_direct_by_quarter_turns(rng, monkeypatch):
     assert np.array_equal(one.view(np.uint64), y.view(np.uint64))
     ks = sorted({0, 1, 2, 3, N // 4, N - 2, N - 1} | {int(k) for k in rng.integers(0, N, 4)})
     for r in (0, 3, rows - 1):
-        ref = dft_bins_exact_sum(x[r], ks)
-        terms = float(np.sum(np.abs(x[r].real) + np.abs(x[r].imag)))
-        with mpmath.workprec(2200):
-            slack = mpmath.mpf(terms) * mpmath.mpf(2) ** -98
-            for k, v in zip(ks, ref):
-                for part, got in ((v.real, y[r, k].real), (v.imag, y[r, k].imag)):
-                    assert got in {float(part), float(part - slack), float(part + slack)}, (r, k, got)
+        assert_rounded_once(x[r], y[r], ks, -1)
 
 
 def inputs_wide_complex(rng, shape):
