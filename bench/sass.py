@@ -78,6 +78,13 @@ def summary(sass):
             "lead_median": statistics.median(leads) if leads else None}
 
 
+def resources(report):
+    """(registers, (spill store bytes, spill load bytes)) of ptxas's -v report of one kernel."""
+    regs = re.findall(r"Used (\d+) registers", report)
+    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
+    return int(regs[-1]), tuple(int(v) for v in spills[-1]) if spills else (0, 0)
+
+
 def tool(name):
     """A CUDA tool's path: on PATH, else under pip's nvidia-cuda-<name> (nvidia/cu13/bin);
     None if neither."""
@@ -134,10 +141,9 @@ def main(argv=None):
     a = ap.parse_args(argv)
     defines = [(d.split("=", 1)[0], d.split("=", 1)[1] if "=" in d else "1") for d in a.define]
     report, sass = build(source(a.kernel, a.moduli, a.crt, defines))
-    regs = re.findall(r"Used (\d+) registers", report)
-    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
+    regs, spills = resources(report)
     s = summary(sass)
-    print(f"registers {', '.join(regs)}; spill stores/loads {spills}")
+    print(f"registers {regs}; spill stores/loads {spills[0]}/{spills[1]} bytes")
     print(f"{s['instructions']} instructions: "
           + ", ".join(f"{op} {n}" for op, n in s["opcodes"].most_common(a.top)))
     if s["loads"]:

@@ -870,10 +870,15 @@ def _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride):
 # OZAKI_EPILOGUE_BYTES="c,r" sets them (bench/device_run.sh compares them).
 EPILOGUE_BYTES = (tuple(int(v) for v in os.environ["OZAKI_EPILOGUE_BYTES"].split(","))
                   if os.environ.get("OZAKI_EPILOGUE_BYTES") else None)
-# epilogue.cu's EPILOGUE_BLOCKS (the blocks of 128 threads an SM ptxas must fit, hence its
-# registers and how far ahead it issues the loads); OZAKI_EPILOGUE_BLOCKS=N sets it, for
-# bench/device_run.sh's comparison; None: ptxas's choice.
-EPILOGUE_BLOCKS = _count_env("OZAKI_EPILOGUE_BLOCKS")
+# epilogue.cu's EPILOGUE_BLOCKS for one slice pair: the blocks of 128 threads an SM ptxas must
+# fit (4: 128 registers a thread), which moves the moduli's loads far ahead of their use; the
+# kernel waits on them otherwise.  Run 3d22402 (H100, exact mode, 25 moduli): fftn 1024^3's
+# epilogue 371 -> 210 ms (the call 1090 -> 929), fftn 512^3's 26.2 -> 24.2, a batch of
+# 4096 x 1024's 0.364 -> 0.315; issue 11's stacks and n = 2048 (16 and 14 moduli) within the
+# run's noise.  With several slice pairs the loads stay inside the pair loop and a bound
+# only spills (30 and 49 moduli with residuals: ptxas 13.0, bench.sass), so ptxas chooses
+# there.  OZAKI_EPILOGUE_BLOCKS=N sets N (0: ptxas's choice everywhere).
+EPILOGUE_BLOCKS = _count_env("OZAKI_EPILOGUE_BLOCKS", 4)
 
 
 def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False, out=None, matrices=1,
@@ -920,7 +925,7 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     convert, reduce = EPILOGUE_BYTES if EPILOGUE_BYTES is not None else (int(_new_kernel("byte_convert")), 1)
     if dtype == cupy.int8 and (convert, reduce) != (1, 1):
         defines += (("BYTE_CONVERT", convert), ("BYTE_REDUCE", reduce))
-    if EPILOGUE_BLOCKS:
+    if EPILOGUE_BLOCKS and npairs == 1:
         defines += (("EPILOGUE_BLOCKS", EPILOGUE_BLOCKS),)
     out_rows, out_cols = rows, cols                               # the outputs' shape
     if interleave and matrices > 1:

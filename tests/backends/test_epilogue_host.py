@@ -44,6 +44,7 @@ using std::fma; using std::ldexp; using std::isinf;
 #define __restrict__
 #define __constant__
 #define __launch_bounds__(...)
+template <typename T> static inline T __ldg(const T* p) { return *p; }
 struct Dim { long long x, y, z; };
 static Dim blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
@@ -157,7 +158,8 @@ def defines(complex_, dtype, pairs, m, out_dtype, residual, vec, matrices, inter
          ("LACC", LP if pairs == 1 else LP + max(SHIFTS[pairs]) + 1), ("OUT_T", OUT_T[np.dtype(out_dtype)])]
     d += [("SINGLE_PAIR", 1)] * (pairs == 1) + [("COMPLEX", 1)] * complex_ + [("RESIDUAL", 1)] * residual
     d += [("VEC", vec)] * (vec > 1) + [("STACKED", 1)] * (matrices > 1) + [("INTERLEAVED", matrices)] * interleave
-    d += list(extra)
+    # (one slice pair: the launch bounds cupy_backend.EPILOGUE_BLOCKS sets, which the host drops)
+    d += [("EPILOGUE_BLOCKS", 4)] * (pairs == 1 and ("EPILOGUE_BLOCKS", 4) not in extra) + list(extra)
     return "".join(f"#define {k} {v}\n" for k, v in d)
 
 
