@@ -162,11 +162,10 @@
 #             limits: a call cut short keeps its earlier stages)
 #   s19b      the epilogue's launch bounds (4 blocks, one slice pair) and __ldg loads on by default: the
 #             epilogue, residues_of_parts and every same-bits GPU test of the backend and the FFT in two
-#             groups at once, issue 16's table at the GPU's defaults (fftn 256^3, 512^3, 1024^3, rfftn
-#             512^3, a batch of 4096 x 1024, 1-D 2^16, 2^20, 2^24), the bounds off (OZAKI_EPILOGUE_BLOCKS=0)
-#             on fftn 512^3 and the batch, the time per kernel of fftn 1024^3, of the batch and of 2^20 with
-#             the GPU's idle gaps and the host's cProfile, the squares 4096 and 8192 with the bounds and
-#             without (about 560 s of stage limits)
+#             groups at once, fftn 1024^3 and issue 16's table at the GPU's defaults (fftn 256^3, 512^3,
+#             rfftn 512^3, a batch of 4096 x 1024, 1-D 2^16, 2^20, 2^24), the bounds off
+#             (OZAKI_EPILOGUE_BLOCKS=0) on fftn 512^3 and the batch, the batch's time per kernel with the
+#             GPU's idle gaps and the host's cProfile (about 360 s of stage limits)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
@@ -495,20 +494,15 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
     stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
         --repeats 2 --out "$W/fft_1024_one_product.json"
 elif [ "$profile" = s19b ]; then
-    gpu_tests gpu_backend 190 tests/backends/test_cupy_backend.py -k "epilogue or residues_of_parts or same_bits" &
-    gpu_tests gpu_fft 190 tests/fft/test_fft_gpu.py -k "same_bits" &
+    gpu_tests gpu_backend 150 tests/backends/test_cupy_backend.py -k "epilogue or residues_of_parts or same_bits" &
+    gpu_tests gpu_fft 150 tests/fft/test_fft_gpu.py -k "same_bits" &
     wait
+    stage fft_1024 50 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
     stage fft_table 100 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
         --sizes 65536 1048576 16777216 --repeats 3 --out "$W/fft_table.json"
-    stage fft_1024 50 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
     stage fft_blocks0 30 env OZAKI_EPILOGUE_BLOCKS=0 python3 -m bench.fft --cubes 512 --batches 4096x1024 --sizes \
         --repeats 3 --out "$W/fft_blocks0.json"
-    stage kernels_fftn_1024 45 python3 -m bench.kernel_times fftn 1024 --top 16 --out "$W/kernels_fftn_1024.json"
     stage kernels_batch 25 python3 -m bench.kernel_times batch 4096x1024 --top 12 --gaps 8 --cprofile 20
-    stage kernels_1d 25 python3 -m bench.kernel_times fft 1048576 --top 12 --gaps 8 --cprofile 5
-    squares="--sizes 4096 8192 --families normal --no-emulated --samples 6 --repeats 5 --modes accurate accurate:14"
-    stage gemm 35 python3 -m bench.gemm $squares --out "$W/gemm.json"
-    stage gemm_blocks0 35 env OZAKI_EPILOGUE_BLOCKS=0 python3 -m bench.gemm $squares --out "$W/gemm_blocks0.json"
 elif [ "$profile" = s19a ]; then
     export OZAKI_NEW_KERNELS=all
     gpu_tests gpu_tests 150 tests/fft/test_fft_gpu.py tests/backends/test_cupy_backend.py -v \
