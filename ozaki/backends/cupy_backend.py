@@ -397,22 +397,30 @@ def flags_found(flags_a, flags_b, host=True):
 #                     there in a launch a part; fftn 512^3's 2.4 ms in 6 launches after)
 # with the FFT's 25 moduli (plans.product_roots): fftn 1024^3 1103.4 -> 935.6 ms on the
 # H200 (a58be93 -> 90ad4e5), 512^3 115.4 -> 101.0, 2^16 6.63 -> 3.95.
-# Run once, their GPU tests not (run 4edd3fb, H200, seventeenth session: its test stages ran
-# out of their limits before a result; ten device starts were refused): all four on,
-# issue 16's cubes gave the relative differences to cuFFT of run 90ad4e5 to all 16 digits
-# (256^3, 512^3, 1024^3) and the quarter turns those of one product (batch of 4096 x 1024
-# points too).  Off by default until their tests pass on a device:
-#   quarter_products  scheme._quarter_product on the GPU (butterfly4, the stacked residue
-#                     GEMM of a quarter's inner length, epilogue.cu INTERLEAVED; QUARTER_MIN)
-#   residue_quarters  its butterflies formed in the residues.cu pass (QUARTERS), not by
-#                     butterfly4 after it (about 125 of 150 bytes a point of one axis at 25 moduli)
+# Run 2026-12-07 (H100, bench/results/2026-12-07-8b1f31d-h100: same-bits tests at these
+# defaults, 84 backend and 24 FFT passed; first run 4edd3fb, their same bits again in 98cb4f1):
 #   byte_convert      epilogue.cu's int8 residues converted by I2F after Karatsuba's
 #                     differences in integers (BYTE_CONVERT; off: the float64 trick)
 #   pairs_in_place    exact mode's complex left operands read as interleaved pairs in place
 #                     (scheme.operand_rows' interleaved; residues.cu's entry stride 2)
+# with the FFT's 25 moduli: fftn 1024^3 955.1 -> 910.7 ms (its epilogue 209.5 -> 193.4) in
+# one call (the same bits: the same difference to cuFFT, 4.847387214694125e-16), fftn 512^3
+# 103.4 -> 96.9 on the same machine.
+# Off by default, their GPU tests passed (the quarter turns' same bits on every path, run
+# 3d22402, and on the residue GEMM again at 8b1f31d), slower on batches, faster on cubes:
+#   quarter_products  scheme._quarter_product on the GPU (butterfly4, the stacked residue
+#                     GEMM of a quarter's inner length, epilogue.cu INTERLEAVED; QUARTER_MIN):
+#                     a quarter of the int8 work; H100, run 3d22402, against one product: a
+#                     batch of 4096 x 1024 2.48 against 2.45 ms, 2048 x 2048 3.48 against 2.73;
+#                     fftn 1024^3 877.7 against 910.7 (8b1f31d; 893 against 966 on the H200,
+#                     98cb4f1): its GEMMs 305.7 against 431.1 ms, at about half the copy roof
+#                     where one product's run at the int8 rate, and 33 ms more float64 copies
+#                     (its row blocks written into the result after the epilogue, not by it)
+#   residue_quarters  its butterflies formed in the residues.cu pass (QUARTERS), not by
+#                     butterfly4 after it (about 125 of 150 bytes a point of one axis at 25 moduli)
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
                "quarter_products", "byte_convert", "pairs_in_place")
-NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts")
+NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "byte_convert", "pairs_in_place")
 
 
 def _new_kernel(name):
