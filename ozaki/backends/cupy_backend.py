@@ -415,7 +415,9 @@ def flags_found(flags_a, flags_b, host=True):
 #                     fftn 1024^3 877.7 against 910.7 (8b1f31d; 893 against 966 on the H200,
 #                     98cb4f1): its GEMMs 305.7 against 431.1 ms, at about half the copy roof
 #                     where one product's run at the int8 rate, and 33 ms more float64 copies
-#                     (its row blocks written into the result after the epilogue, not by it)
+#                     (64 more launches: most likely its row blocks where the workspace splits
+#                     a product, copied into the result after the epilogue; branch gpu-next
+#                     writes them in place)
 #   residue_quarters  its butterflies formed in the residues.cu pass (QUARTERS), not by
 #                     butterfly4 after it (about 125 of 150 bytes a point of one axis at 25 moduli)
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
