@@ -505,6 +505,7 @@ elif [ "$profile" = s19b ]; then
     stage kernels_batch 25 python3 -m bench.kernel_times batch 4096x1024 --top 12 --gaps 8 --cprofile 20
 elif [ "$profile" = s19a ]; then
     export OZAKI_NEW_KERNELS=all
+    export OZAKI_EPILOGUE_BLOCKS=0     # its baseline as at 3d22402 (the bounds' stages set 4 or 5 themselves)
     gpu_tests gpu_tests 150 tests/fft/test_fft_gpu.py tests/backends/test_cupy_backend.py -v \
         -k "residues_of_parts_kernel or butterfly4 or quarter_turns or times_kernels or row_specials_kernel"
     shapes="--cubes 512 --batches 4096x1024 2048x2048 --sizes --repeats 3"

@@ -397,8 +397,10 @@ def flags_found(flags_a, flags_b, host=True):
 #                     there in a launch a part; fftn 512^3's 2.4 ms in 6 launches after)
 # with the FFT's 25 moduli (plans.product_roots): fftn 1024^3 1103.4 -> 935.6 ms on the
 # H200 (a58be93 -> 90ad4e5), 512^3 115.4 -> 101.0, 2^16 6.63 -> 3.95.
-# Run 2026-12-07 (H100, bench/results/2026-12-07-8b1f31d-h100: same-bits tests at these
-# defaults, 84 backend and 24 FFT passed; first run 4edd3fb, their same bits again in 98cb4f1):
+# Run 2026-12-07 (H100, bench/results/2026-12-07-8b1f31d-h100, followups.txt: with these
+# defaults the epilogue kernel, complex, FFT same-bits and residues_of_parts tests of the
+# backend, 84, and the FFT's same-bits tests but the quarter turns', 24, passed; first run
+# 4edd3fb, the FFT's same bits again in 98cb4f1):
 #   byte_convert      epilogue.cu's int8 residues converted by I2F after Karatsuba's
 #                     differences in integers (BYTE_CONVERT; off: the float64 trick)
 #   pairs_in_place    exact mode's complex left operands read as interleaved pairs in place
@@ -410,9 +412,10 @@ def flags_found(flags_a, flags_b, host=True):
 # 3d22402, and on the residue GEMM again at 8b1f31d), slower on batches, faster on cubes:
 #   quarter_products  scheme._quarter_product on the GPU (butterfly4, the stacked residue
 #                     GEMM of a quarter's inner length, epilogue.cu INTERLEAVED; QUARTER_MIN):
-#                     a quarter of the int8 work; H100, run 3d22402, against one product: a
-#                     batch of 4096 x 1024 2.48 against 2.45 ms, 2048 x 2048 3.48 against 2.73;
-#                     fftn 1024^3 877.7 against 910.7 (8b1f31d; 893 against 966 on the H200,
+#                     a quarter of the int8 work; H100, run 3d22402, against one product, both
+#                     without launch bounds: a batch of 4096 x 1024 3.27 against 2.45 ms,
+#                     2048 x 2048 3.73 against 2.73; fftn 1024^3 877.7 (bench.kernel_times)
+#                     against 910.7 (bench.fft), 8b1f31d (893 against 966 on the H200, run
 #                     98cb4f1): its GEMMs 305.7 against 431.1 ms, at about half the copy roof
 #                     where one product's run at the int8 rate, and 33 ms more float64 copies
 #                     (64 more launches: most likely its row blocks where the workspace splits
@@ -880,14 +883,19 @@ def _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride):
 # OZAKI_EPILOGUE_BYTES="c,r" sets them (bench/device_run.sh compares them).
 EPILOGUE_BYTES = (tuple(int(v) for v in os.environ["OZAKI_EPILOGUE_BYTES"].split(","))
                   if os.environ.get("OZAKI_EPILOGUE_BYTES") else None)
-# epilogue.cu's EPILOGUE_BLOCKS for one slice pair: the blocks of 128 threads an SM ptxas must
-# fit (4: 128 registers a thread), which moves the moduli's loads far ahead of their use; the
-# kernel waits on them otherwise.  Run 3d22402 (H100, exact mode, 25 moduli): fftn 1024^3's
-# epilogue 371 -> 210 ms (the call 1090 -> 929), fftn 512^3's 26.2 -> 24.2, a batch of
-# 4096 x 1024's 0.364 -> 0.315; issue 11's stacks and n = 2048 (16 and 14 moduli) within the
-# run's noise.  With several slice pairs the loads stay inside the pair loop and a bound
-# only spills (30 and 49 moduli with residuals: ptxas 13.0, bench.sass), so ptxas chooses
-# there.  OZAKI_EPILOGUE_BLOCKS=N sets N (0: ptxas's choice everywhere).
+# epilogue.cu's EPILOGUE_BLOCKS for one slice pair of int8 residues (the residue GEMM's): the
+# blocks of 128 threads an SM ptxas must fit (4: 128 registers a thread), which moves the
+# moduli's loads far ahead of their use; the kernel waits on them otherwise.  H100, exact
+# mode, 25 moduli: with the quarter turns (the INTERLEAVED build, run 3d22402) fftn 1024^3's
+# epilogue 371 -> 210 ms (the call 1090 -> 929); one product (run 8b1f31d, bounds off and on
+# in one call, byte_convert off) fftn 512^3's 26.8 -> 25.3, a batch of 4096 x 1024's 0.428 ->
+# 0.304.  Issue 11's stacks and n = 2048 (16 and 14 moduli, run 3d22402) moved within the
+# run's drift but for one row (n = 2048 on "auto", 16 moduli: 1.80 ms with, 0.98 without, the
+# stage's first row; on the residue GEMM 0.92 and 0.91).  Not for several slice pairs (their
+# loads stay inside the pair loop, and a bound only spills: 30 and 49 moduli with residuals)
+# nor for int32/int64 products (complex int32 at 49 moduli spills; not measured), ptxas
+# 13.0, bench.sass.  OZAKI_EPILOGUE_BLOCKS=N sets N (0: ptxas's choice everywhere, and the
+# kernel of run 3d22402: its __ldg loads come with the bounds).
 EPILOGUE_BLOCKS = _count_env("OZAKI_EPILOGUE_BLOCKS", 4)
 
 
@@ -935,7 +943,7 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     convert, reduce = EPILOGUE_BYTES if EPILOGUE_BYTES is not None else (int(_new_kernel("byte_convert")), 1)
     if dtype == cupy.int8 and (convert, reduce) != (1, 1):
         defines += (("BYTE_CONVERT", convert), ("BYTE_REDUCE", reduce))
-    if EPILOGUE_BLOCKS and npairs == 1:
+    if EPILOGUE_BLOCKS and npairs == 1 and dtype == cupy.int8:
         defines += (("EPILOGUE_BLOCKS", EPILOGUE_BLOCKS),)
     out_rows, out_cols = rows, cols                               # the outputs' shape
     if interleave and matrices > 1:

@@ -158,8 +158,10 @@ def defines(complex_, dtype, pairs, m, out_dtype, residual, vec, matrices, inter
          ("LACC", LP if pairs == 1 else LP + max(SHIFTS[pairs]) + 1), ("OUT_T", OUT_T[np.dtype(out_dtype)])]
     d += [("SINGLE_PAIR", 1)] * (pairs == 1) + [("COMPLEX", 1)] * complex_ + [("RESIDUAL", 1)] * residual
     d += [("VEC", vec)] * (vec > 1) + [("STACKED", 1)] * (matrices > 1) + [("INTERLEAVED", matrices)] * interleave
-    # (one slice pair: the launch bounds cupy_backend.EPILOGUE_BLOCKS sets, which the host drops)
-    d += [("EPILOGUE_BLOCKS", 4)] * (pairs == 1 and ("EPILOGUE_BLOCKS", 4) not in extra) + list(extra)
+    # (one slice pair of int8 residues: the launch bounds cupy_backend.EPILOGUE_BLOCKS sets, which
+    # the host drops, and the __ldg loads that come with them)
+    bounds = pairs == 1 and np.dtype(dtype) == np.int8 and ("EPILOGUE_BLOCKS", 4) not in extra
+    d += [("EPILOGUE_BLOCKS", 4)] * bounds + list(extra)
     return "".join(f"#define {k} {v}\n" for k, v in d)
 
 

@@ -76,12 +76,12 @@
 template <typename T, int N> struct alignas(sizeof(T) * N) Pack { T v[N]; };
 
 // EPILOGUE_BLOCKS: blocks of 128 threads an SM that ptxas must fit (4: 128 registers a
-// thread; cupy_backend sets 4 for one slice pair, OZAKI_EPILOGUE_BLOCKS another); unset,
-// ptxas's own choice.  The loads' lead to their use is what it changes: complex, 25 moduli,
+// thread; cupy_backend sets 4 for one slice pair of int8 residues, OZAKI_EPILOGUE_BLOCKS
+// another), and the products loaded by __ldg; unset, ptxas's own choice.  The loads' lead to their use is what it changes: complex, 25 moduli,
 // one pair, interleaved, ptxas 13.0, before the __ldg loads: 79 registers and 16 instructions
 // by default, 96 and 118 at 5 blocks, 116 and 247 (every modulus' loads before the
 // arithmetic) at 4; fftn 1024^3's epilogue took 371 ms without, 210 with 4 (H100, run
-// 3d22402).  With __ldg: 96 and 131 by default, 124 and 245 at 4.
+// 3d22402 with the quarter turns).  With __ldg: 124 and 245 at 4.
 #ifdef EPILOGUE_BLOCKS
 #define EPILOGUE_BOUNDS __launch_bounds__(128, EPILOGUE_BLOCKS)
 #else
@@ -131,9 +131,10 @@ extern "C" __global__ void EPILOGUE_BOUNDS epilogue(const PROD_T* p0, const PROD
         // With SINGLE_PAIR this loop keeps its run-time bound (always 1): ptxas then issues the
         // moduli's loads far ahead of their use (complex, 25 moduli, not interleaved: 144
         // instructions from a load to its first use on average, 96 registers; 248 with
-        // EPILOGUE_BLOCKS 4).  A compile-time bound cuts that lead to about 20, with or
-        // without EPILOGUE_BLOCKS (ptxas 13.0, bench.sass), and the epilogue ran 19% slower
-        // (H200, run 98cb4f1, with fewer instructions: a batch of 4096 x 1024, 0.335 -> 0.399 ms).
+        // EPILOGUE_BLOCKS 4 and its __ldg loads).  A compile-time bound cuts that lead to
+        // about 20, with or without EPILOGUE_BLOCKS (ptxas 13.0, bench.sass), and the epilogue
+        // ran 19% slower (H200, run 98cb4f1, with fewer instructions: a batch of 4096 x 1024,
+        // 0.335 -> 0.399 ms).
         for (int pair = 0; pair < npairs; ++pair) {
             // S = sum_i r_i c_i in float64 limbs.  r_i = x - p rint(x / p) is some
             // residue of the product x with |r_i| <= 1.5 p (|x| < 2**53: the
@@ -161,11 +162,15 @@ extern "C" __global__ void EPILOGUE_BOUNDS epilogue(const PROD_T* p0, const PROD
                 Pack<PROD_T, VEC> y[NIN];
 #pragma unroll
                 for (int h = 0; h < NIN; ++h) {
-                    if constexpr (VEC == 1)      // int8 residues: a sign-extending byte load, no PRMT
-                        // (complex, 25 moduli, 4 blocks: 1,944 -> 1,864 SASS instructions an
-                        // output, the loads' lead kept; ptxas 13.0)
+#ifdef EPILOGUE_BLOCKS
+                    // under the launch bounds: __ldg, for int8 residues a sign-extending byte
+                    // load, no PRMT (complex, 25 moduli, 4 blocks: 1,944 -> 1,864 SASS
+                    // instructions an output, the loads' lead kept; without the bounds it cuts
+                    // the lead 144 -> 33 with BYTE_CONVERT 1: ptxas 13.0)
+                    if constexpr (VEC == 1)
                         y[h].v[0] = __ldg(p[h] + i * mod_stride);
                     else
+#endif
                         y[h] = *reinterpret_cast<const Pack<PROD_T, VEC>*>(p[h] + i * mod_stride);
                 }
 #pragma unroll
