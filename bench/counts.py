@@ -12,8 +12,10 @@ device value turned into a Python value by int(), float() or bool() in the
 modules that run on device arrays (shadowed in their globals), by
 ``specials._host`` (a device -> host copy), by the linalg namespace's
 ``asnumpy``, by the ``.tolist()`` of scheme._needing_fixups, by
-``scheme.to_host_ints`` (one transfer of several values), or by the backend's
-``flags_found`` read on the host (its one 4-byte read).
+``scheme.to_host_ints`` (one transfer of several values), by the backend's
+``flags_found`` read on the host (its one 4-byte read), or by ``row_specials`` (the GPU's
+reads its rows' flags' bits: one 4-byte read; run 8b1f31d's batch of 4096 x 1024 made two
+device-to-host copies a call, this one and exact mode's plan).
 
 Columns: products (ozaki product pipelines run: product_finite calls),
 residues (backend residue passes: ``residues`` + ``add_residues``), gemm
@@ -125,6 +127,12 @@ def counting():
             c.add("syncs")
         return flags_found(flags_a, flags_b, host)
     patch(numpy_backend, "flags_found", counted_flags_found)
+    row_specials = numpy_backend.row_specials
+
+    def counted_row_specials(*args, **kw):
+        c.add("syncs")                         # cupy_backend.row_specials' int(...) of its flags
+        return row_specials(*args, **kw)
+    patch(numpy_backend, "row_specials", counted_row_specials)
     needing = scheme._needing_fixups
 
     def needing_fixups(xp, C, found):
