@@ -136,8 +136,7 @@ CONFIGS = [c + ((),) for c in CONFIGS] + [
     (True, np.int8, 1, 25, np.float64, True, 1, 1, False, (("BYTE_CONVERT", 0),)),
     (False, np.int8, 2, 16, np.float64, False, 1, 1, False, (("BYTE_CONVERT", 0),)),
     (True, np.int8, 1, 25, np.float64, False, 1, 4, True, (("BYTE_REDUCE", 0),)),
-    (True, np.int8, 2, 17, np.float32, True, 1, 1, False, (("BYTE_REDUCE", 0),)),
-    (True, np.int8, 1, 25, np.float64, False, 1, 4, True, (("EPILOGUE_BLOCKS", 4),))]     # (launch bounds)
+    (True, np.int8, 2, 17, np.float32, True, 1, 1, False, (("BYTE_REDUCE", 0),))]
 # The pairs' shifts in limbs: out of order and with a gap, so a pair read at another's
 # shift (or all at one) lands elsewhere.
 SHIFTS = {1: [0], 2: [2, 0], 3: [1, 3, 0]}
@@ -160,8 +159,7 @@ def defines(complex_, dtype, pairs, m, out_dtype, residual, vec, matrices, inter
     d += [("VEC", vec)] * (vec > 1) + [("STACKED", 1)] * (matrices > 1) + [("INTERLEAVED", matrices)] * interleave
     # (one slice pair of int8 residues: the launch bounds cupy_backend.EPILOGUE_BLOCKS sets, which
     # the host drops, and the __ldg loads that come with them)
-    bounds = pairs == 1 and np.dtype(dtype) == np.int8 and ("EPILOGUE_BLOCKS", 4) not in extra
-    d += [("EPILOGUE_BLOCKS", 4)] * bounds + list(extra)
+    d += [("EPILOGUE_BLOCKS", 4)] * (pairs == 1 and np.dtype(dtype) == np.int8) + list(extra)
     return "".join(f"#define {k} {v}\n" for k, v in d)
 
 

@@ -77,8 +77,9 @@ template <typename T, int N> struct alignas(sizeof(T) * N) Pack { T v[N]; };
 
 // EPILOGUE_BLOCKS: blocks of 128 threads an SM that ptxas must fit (4: 128 registers a
 // thread; cupy_backend sets 4 for one slice pair of int8 residues, OZAKI_EPILOGUE_BLOCKS
-// another), and the products loaded by __ldg; unset, ptxas's own choice.  The loads' lead to their use is what it changes: complex, 25 moduli,
-// one pair, interleaved, ptxas 13.0, before the __ldg loads: 79 registers and 16 instructions
+// another), and the products loaded by __ldg; unset, ptxas's own choice.  The loads' lead
+// to their use is what it changes: complex, 25 moduli, one pair, interleaved, ptxas 13.0,
+// before the __ldg loads: 79 registers and 16 instructions
 // by default, 96 and 118 at 5 blocks, 116 and 247 (every modulus' loads before the
 // arithmetic) at 4; fftn 1024^3's epilogue took 371 ms without, 210 with 4 (H100, run
 // 3d22402 with the quarter turns).  With __ldg: 124 and 245 at 4.
