@@ -506,11 +506,12 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
                         quarter if butterflied else None)
             beta_a, beta_b = plan.beta_a[i0:i0 + mb], plan.beta_b[j0:j0 + nb]
             # a block of C is written where it lies (at 16384^2 in two row blocks, copying
-            # them took 1.4 of 110 ms on the H100, run 024cda9)
+            # them took 1.4 of 110 ms on the H100, run 024cda9; fftn 1024^3's quarter-turn row
+            # blocks 33 of 878 ms, run 8b1f31d)
             into = None if whole else [c[0, i0:i0 + mb, j0:j0 + nb] for c in C]
             if quarter is not None:
                 block = _quarter_product(ra, prepared[1], quarter, shifts, plan, backend, beta_a, beta_b, substrate,
-                                         path, out_dtype, residual, butterflied)
+                                         path, out_dtype, residual, butterflied, into)
             elif path == "fused":
                 block = backend.fused_product(ra, rb, shifts, plan.num_moduli, beta_a, beta_b, batch, out_dtype,
                                               residual)
@@ -519,7 +520,7 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
                                                 out_dtype, path == "cutlass", residual, into)
             if whole:
                 return block
-            if quarter is not None or path == "fused":       # blocks not written in place
+            if path == "fused" or (quarter is not None and path != "cutlass"):   # blocks not written in place
                 for c, b in zip(into, block):
                     c[...] = b[0]
             del ra, block
@@ -558,7 +559,7 @@ def quarter_columns(n):
 
 
 def _quarter_product(ra, B, sign, shifts, plan, backend, beta_a, beta_b, substrate, path, out_dtype, residual,
-                     butterflied=False):
+                     butterflied=False, out=None):
     """A @ F for a complex F with F[q r + j, 4 c + s] = (sign i)**(r s) F[j, 4 c + s]
     (n = 4 q; the DFT matrix's quarter turns, exact for correctly rounded roots): output
     column 4 c + s is sum_j z_s[j] F[j, 4 c + s] with z_s = sum_r (sign i)**(r s)
@@ -568,7 +569,10 @@ def _quarter_product(ra, B, sign, shifts, plan, backend, beta_a, beta_b, substra
     with F, in a quarter of the int8 work: one stacked product (batch 4), one epilogue
     writing column c of product s at 4 c + s (``interleave``).
     ``ra``: A's residues per part (Re, Im, sums) and slice, or with ``butterflied`` their
-    butterflies already (residues_of_parts' ``quarter``); the parts come back (1, m, n)."""
+    butterflies already (residues_of_parts' ``quarter``); the parts come back (1, m, n),
+    on path "cutlass" written into ``out`` where given (arrays (m, n): the stacked epilogue's
+    interleaved outputs land where they lie in the result; the other paths' blocks are
+    copied there by product_finite)."""
     xp = backend.xp
     n = beta_b.shape[0]
     za = ra if butterflied else [list(z) for z in zip(*(backend.butterfly4(re, im, plan.num_moduli, sign)
@@ -579,8 +583,9 @@ def _quarter_product(ra, B, sign, shifts, plan, backend, beta_a, beta_b, substra
     if path == "fused":
         outs = backend.fused_product(za, zb, shifts, plan.num_moduli, beta_aq, beta_bq, 4, out_dtype, residual)
         return [interleave_columns(o) for o in outs]
+    cutlass = path == "cutlass"
     return _products_then_epilogue(za, zb, shifts, plan, backend, 4, beta_aq, beta_bq, substrate, out_dtype,
-                                   path == "cutlass", residual, interleave=True)
+                                   cutlass, residual, out if cutlass else None, interleave=True)
 
 
 def _result_parts(xp, m, n, parts, out_dtype, residual):
@@ -602,8 +607,9 @@ def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b
     """The unfused path: the substrate's GEMMs per slice pair (and Karatsuba part)
     into memory, then the backend's epilogue per matrix; parts (batch, m, n).
     ``residues``: the GEMMs give the products' residues mod p (``gemm_residues``),
-    which the epilogue reduces to the same CRT values.  ``out`` (batch 1): the
-    (m, n) arrays the epilogue writes the parts into.  ``interleave``: the parts
+    which the epilogue reduces to the same CRT values.  ``out`` (batch 1, or with
+    ``residues`` and ``interleave`` the (m, batch n) arrays of the interleaved output):
+    the arrays the epilogue writes the parts into.  ``interleave``: the parts
     come back (1, m, batch n), column j of matrix g at j batch + g (_quarter_product's)."""
     xp = backend.xp
 
@@ -619,8 +625,8 @@ def _products_then_epilogue(ra, rb, shifts, plan, backend, batch, beta_a, beta_b
     m, n = ra[0][0].shape[1] // batch, rb[0][0].shape[1] // batch
     if residues and batch > 1:         # the residues of the whole stack as one (b, batch m, n) stack: one epilogue
         outs = backend.epilogue([tuple(backend.stacked_residues(P) for P in pair) for pair in products], shifts,
-                                plan.num_moduli, beta_a, beta_b, out_dtype, residual, matrices=batch,
-                                interleave=interleave)
+                                plan.num_moduli, beta_a, beta_b, out_dtype, residual, out if interleave else None,
+                                matrices=batch, interleave=interleave)
         return [o[None] if interleave else o.reshape(batch, m, n) for o in outs]
     outs = [backend.epilogue([tuple(P[g] for P in pair) for pair in products], shifts, plan.num_moduli,
                              beta_a[g * m:(g + 1) * m], beta_b[g * n:(g + 1) * n], out_dtype, residual, out)

@@ -947,8 +947,6 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
         defines += (("EPILOGUE_BLOCKS", EPILOGUE_BLOCKS),)
     out_rows, out_cols = rows, cols                               # the outputs' shape
     if interleave and matrices > 1:
-        if out is not None:
-            raise ValueError("epilogue: interleave writes its own outputs (out must be None)")
         defines += (("INTERLEAVED", matrices),)
         out_rows, out_cols = rows // matrices, cols * matrices
     vec = 1 if interleave else _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride)
@@ -959,7 +957,7 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     out_stride = step * out_cols
     if out is not None:
         outs, rhos = list(out[:step]), list(out[step:]) or [np.uint64(0)]
-        _check_outs(out, rows, cols, out_dtype, step, residual)
+        _check_outs(out, out_rows, out_cols, out_dtype, step, residual)
         out_stride, step = (s // outs[0].itemsize for s in outs[0].strides)
     elif complex_:         # the parts written into one complex array (complex_of returns it, no copy)
         whole = cupy.empty((out_rows, out_cols), dtype=np.result_type(out_dtype, np.complex64)).view(out_dtype)

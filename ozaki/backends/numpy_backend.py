@@ -369,9 +369,7 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
         outs.append(kulisch.round_to(acc[o], _exponents(beta_a, beta_b, matrices), out_dtype, residual))
     outs = [o for o, _ in outs] + [r for _, r in outs] if residual else outs
     if interleave and matrices > 1:
-        if out is not None:
-            raise ValueError("epilogue: interleave writes its own outputs (out must be None)")
-        return [o.reshape(matrices, o.shape[0] // matrices, -1).transpose(1, 2, 0).reshape(o.shape[0] // matrices, -1)
+        outs = [o.reshape(matrices, o.shape[0] // matrices, -1).transpose(1, 2, 0).reshape(o.shape[0] // matrices, -1)
                 for o in outs]
     if out is None:
         return outs

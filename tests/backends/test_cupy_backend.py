@@ -111,6 +111,30 @@ def test_epilogue_out_checked():
     assert (big[1:5, 2:10] == 1).all() and (big[0] == 0).all() and (big[:, :2] == 0).all()
 
 
+@pytest.mark.parametrize("residual", [False, True])
+def test_epilogue_interleaved_into_views(rng, residual):
+    """A stack of four complex int8-residue products interleaved (epilogue.cu INTERLEAVED, the
+    quarter turns' epilogue) written into views of a larger result, as scheme.product_finite's
+    row blocks: numpy's bits there, the rest of the result untouched."""
+    import cupy
+    from ozaki.backends import cupy_backend, numpy_backend
+    m, rows, cols, g = 25, 12, 10, 4
+    stacks = [P.reshape(m, g * rows, cols).astype(np.int8)
+              for P in _pair_products(rng, m, g * rows * cols, np.int8, True)]
+    ba, bb = rng.integers(-90, -40, g * rows), rng.integers(-20, 0, g * cols)
+    want = numpy_backend.epilogue([tuple(stacks)], [0], m, ba, bb, np.float64, residual, matrices=g, interleave=True)
+    parts = 4 if residual else 2
+    whole = cupy.full((parts, rows + 3, g * cols + 5), cupy.nan)
+    views = [whole[h, 2:rows + 2, 3:g * cols + 3] for h in range(parts)]
+    got = cupy_backend.epilogue([tuple(cupy.asarray(P) for P in stacks)], [0], m, cupy.asarray(ba), cupy.asarray(bb),
+                                np.float64, residual, views, matrices=g, interleave=True)
+    assert [o.data.ptr for o in got] == [v.data.ptr for v in views]
+    for w, v in zip(want, views):
+        assert same_bits(w, cupy.asnumpy(v))
+    rest = cupy.asnumpy(whole)
+    assert np.isnan(rest[:, [0, 1, -1]]).all() and np.isnan(rest[:, :, [0, 1, 2, -2, -1]]).all()
+
+
 def test_mixed_array_types_refused():
     import cupy
     with pytest.raises(TypeError, match="both"):

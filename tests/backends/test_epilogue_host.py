@@ -366,6 +366,16 @@ def test_epilogue_matches_numpy(host, tmp_path, rng):
             assert v.shape == (rows, shape[1] * matrices)
             assert all(same(w[g * rows + r, j], v[r, j * matrices + g]) for g in range(matrices)
                        for r in range(rows) for j in range(shape[1]))
+        # and the same written into views of a larger result (scheme.product_finite's row
+        # blocks of a quarter-turn product), the rest of it untouched
+        width = shape[1] * matrices
+        whole = [np.full((rows + 2, width + 3), np.nan, dtype=v.dtype) for v in woven]
+        views = [w[1:rows + 1, 2:width + 2] for w in whole]
+        into = numpy_backend.epilogue(products, shifts, m, ba, bb, out_dtype, residual, views, matrices=matrices,
+                                      interleave=True)
+        assert all(i is v for i, v in zip(into, views)) and all(same(v, w) for v, w in zip(views, woven))
+        for w in whole:
+            assert np.isnan(w[[0, -1]]).all() and np.isnan(w[:, [0, 1, -1]]).all()
     stacked, want = want, woven if interleave else want
     got = run(host, tmp_path, products, shifts, ba, bb)
     assert len(got) == len(want) == (2 if complex_ else 1) * (2 if residual else 1)
