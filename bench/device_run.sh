@@ -166,11 +166,16 @@
 #             rfftn 512^3, a batch of 4096 x 1024, 1-D 2^16, 2^20, 2^24), the bounds off
 #             (OZAKI_EPILOGUE_BLOCKS=0) on fftn 512^3 and the batch, the batch's time per kernel with the
 #             GPU's idle gaps and the host's cProfile (about 360 s of stage limits)
+#   s20a      (branch gpu-next, for the next session) the quarter turns' row blocks written in place: the
+#             interleaved epilogue into views and the quarter turns' same bits on every path, then with the
+#             quarter turns on and off (OZAKI_NEW_KERNELS=all / the defaults) fftn 1024^3 (time per kernel:
+#             the float64 copies) and batches of 1024 points of 4096, 16384 and 65536 rows (where the
+#             quarter turns start to pay on the GPU: a rows threshold for quarter_products)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -493,6 +498,16 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
     stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
     stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
         --repeats 2 --out "$W/fft_1024_one_product.json"
+elif [ "$profile" = s20a ]; then
+    gpu_tests gpu_quarter 150 tests/backends/test_cupy_backend.py tests/fft/test_fft_gpu.py \
+        -k "interleaved_into_views or quarter_turns or butterfly4 or epilogue_kernel"
+    for nk in all default; do
+        [ $nk = all ] && export OZAKI_NEW_KERNELS=all || unset OZAKI_NEW_KERNELS
+        stage "kernels_fftn_1024_$nk" 60 python3 -m bench.kernel_times fftn 1024 --top 12
+        stage "fft_rows_$nk" 60 python3 -m bench.fft --cubes --batches 4096x1024 16384x1024 65536x1024 2048x2048 \
+            --sizes --repeats 3 --out "$W/fft_rows_$nk.json"
+    done
+    unset OZAKI_NEW_KERNELS
 elif [ "$profile" = s19b ]; then
     gpu_tests gpu_backend 150 tests/backends/test_cupy_backend.py -k "epilogue or residues_of_parts or same_bits" &
     gpu_tests gpu_fft 150 tests/fft/test_fft_gpu.py -k "same_bits" &
@@ -549,7 +564,7 @@ if [ "$profile" = s11b ] || [ "$profile" = s11a ] || [ "$profile" = s12a ] || [ 
         tests/gemm tests/crt tests/reference &
     wait
 fi
-case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c s16a s16b s16c s16d s17a s17b s18a s19a s19b " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
+case " fused diag close moduli14 s9b s10a s11a s11b s12a s13a s13b s13c s14a s14b s14c s14d s15a s15b s15c s16a s16b s16c s16d s17a s17b s18a s19a s19b s20a " in *" $profile "*) handled=1 ;; *) handled=0 ;; esac
 if [ $handled = 1 ]; then    # run by the chains above
     :
 elif [ "$profile" = s10c ]; then
