@@ -170,7 +170,9 @@
 #             interleaved epilogue into views and the quarter turns' same bits on every path, then with the
 #             quarter turns on and off (OZAKI_NEW_KERNELS=all / the defaults) fftn 1024^3 (time per kernel:
 #             the float64 copies) and batches of 1024 points of 4096, 16384 and 65536 rows (where the
-#             quarter turns start to pay on the GPU: a rows threshold for quarter_products)
+#             quarter turns start to pay on the GPU: a rows threshold for quarter_products); then fftn
+#             1024^3 and the batch with the epilogue's complex differences unreduced, and with two outputs
+#             a thread at 3 blocks as well (about 510 s of stage limits)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
@@ -508,6 +510,15 @@ elif [ "$profile" = s20a ]; then
             --sizes --repeats 3 --out "$W/fft_rows_$nk.json"
     done
     unset OZAKI_NEW_KERNELS
+    # the epilogue's instructions (issue-bound since the launch bounds: 31 of the H100's 33.5 T a
+    # second in run 8b1f31d): complex, 25 moduli, ptxas 13.0: 1,864 an output now; the
+    # differences unreduced (BYTE_REDUCE 0) 1,624; two outputs a thread as well at 3 blocks
+    # (152 registers) 1,356, lead 256 (bench.sass)
+    for arm in "now:" "unreduced:OZAKI_EPILOGUE_BYTES=1,0" \
+               "vec2:OZAKI_EPILOGUE_BYTES=1,0 OZAKI_EPILOGUE_VEC=2 OZAKI_EPILOGUE_BLOCKS=3"; do
+        stage "fft_epilogue_${arm%%:*}" 50 env ${arm#*:} python3 -m bench.fft --cubes 1024 --batches 4096x1024 \
+            --sizes --repeats 2 --out "$W/fft_epilogue_${arm%%:*}.json"
+    done
 elif [ "$profile" = s19b ]; then
     gpu_tests gpu_backend 150 tests/backends/test_cupy_backend.py -k "epilogue or residues_of_parts or same_bits" &
     gpu_tests gpu_fft 150 tests/fft/test_fft_gpu.py -k "same_bits" &

@@ -136,7 +136,10 @@ CONFIGS = [c + ((),) for c in CONFIGS] + [
     (True, np.int8, 1, 25, np.float64, True, 1, 1, False, (("BYTE_CONVERT", 0),)),
     (False, np.int8, 2, 16, np.float64, False, 1, 1, False, (("BYTE_CONVERT", 0),)),
     (True, np.int8, 1, 25, np.float64, False, 1, 4, True, (("BYTE_REDUCE", 0),)),
-    (True, np.int8, 2, 17, np.float32, True, 1, 1, False, (("BYTE_REDUCE", 0),))]
+    (True, np.int8, 2, 17, np.float32, True, 1, 1, False, (("BYTE_REDUCE", 0),)),
+    # two complex outputs a thread at the FFT's 25 moduli, differences unreduced (device_run s20a)
+    (True, np.int8, 1, 25, np.float64, False, 2, 1, False, (("BYTE_REDUCE", 0),)),
+    (True, np.int8, 1, 25, np.float64, True, 2, 4, False, (("BYTE_REDUCE", 0),))]
 # The pairs' shifts in limbs: out of order and with a gap, so a pair read at another's
 # shift (or all at one) lands elsewhere.
 SHIFTS = {1: [0], 2: [2, 0], 3: [1, 3, 0]}
