@@ -173,11 +173,14 @@
 #             quarter turns start to pay on the GPU: a rows threshold for quarter_products); then fftn
 #             1024^3 and the batch with the epilogue's complex differences unreduced, and with two outputs
 #             a thread at 3 blocks as well (about 510 s of stage limits)
+#   s20b      the defaults after s20a (quarter turns from 65536 rows, Karatsuba's int8 differences
+#             unreduced): the epilogue's, complex and FFT same-bits GPU tests; issue 16's table; fftn
+#             512^3, 1024^3 and batches beside the defaults before; ZGEMM 8192 both ways (about 560 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -500,6 +503,20 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
     stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
     stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
         --repeats 2 --out "$W/fft_1024_one_product.json"
+elif [ "$profile" = s20b ]; then
+    # the defaults of run 70d50c8's findings: quarter turns from 65536 rows, byte_unreduced
+    gpu_tests gpu_backend 170 tests/backends/test_cupy_backend.py -k "epilogue or complex or residues_of_parts" &
+    gpu_tests gpu_fft 170 tests/fft/test_fft_gpu.py -k "same_bits or quarter" &
+    wait
+    old=epilogue_vec,fp8_digits,residue_parts,zero_signs_parts,byte_convert,pairs_in_place   # the defaults before
+    stage fft_table 100 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 65536x1024 \
+        --sizes 65536 1048576 16777216 --repeats 3 --out "$W/fft_table.json"
+    stage fft_1024 50 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
+    stage fft_before 90 env OZAKI_NEW_KERNELS=$old python3 -m bench.fft --cubes 512 1024 --batches 4096x1024 65536x1024 \
+        --sizes --repeats 2 --out "$W/fft_before.json"
+    zgemm="--sizes 8192 --families complex --no-emulated --samples 6 --repeats 3 --modes accurate"
+    stage zgemm 45 python3 -m bench.gemm $zgemm --out "$W/zgemm.json"
+    stage zgemm_before 45 env OZAKI_NEW_KERNELS=$old python3 -m bench.gemm $zgemm --out "$W/zgemm_before.json"
 elif [ "$profile" = s20a ]; then
     gpu_tests gpu_quarter 150 tests/backends/test_cupy_backend.py tests/fft/test_fft_gpu.py \
         -k "interleaved_into_views or quarter_turns or butterfly4 or epilogue_kernel"

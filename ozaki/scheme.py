@@ -473,7 +473,7 @@ def product_finite(A_parts, Bt_parts, plan, backend, workspace, batch=1, substra
     parts = len(A_parts)
     m, k = A_parts[0].shape
     n = Bt_parts[0].shape[0]
-    quarter = quarter_turns(prepared[1], parts, batch, plan)
+    quarter = quarter_turns(prepared[1], parts, batch, plan, m)
     if batch > 1:
         mb, nb = m, n                  # the whole stack in one block
         m, n = m // batch, n // batch
@@ -538,12 +538,14 @@ QUARTER_MIN = int(os.environ.get("OZAKI_QUARTER_MIN") or QUARTER_MIN_DEFAULT)
 QUARTER_ALIGN = 64
 
 
-def quarter_turns(B, parts, batch, plan):
+def quarter_turns(B, parts, batch, plan, rows):
     """The sign of B's quarter-turn symmetry (Prepared.quarter) where the product
-    A @ B may run as _quarter_product (complex, B one matrix whose residues are cut as the
-    plan cuts its side, in one slice), else None."""
+    A @ B of A's ``rows`` may run as _quarter_product (complex, B one matrix whose residues
+    are cut as the plan cuts its side, in one slice, rows at least the backend's
+    QUARTER_ROWS_MIN), else None."""
     sign = getattr(B, "quarter", None)
     if (sign is None or parts != 2 or batch != 1 or plan.slices_b != 1 or B.stack_size != 1
+            or rows < getattr(B.backend, "QUARTER_ROWS_MIN", 0)
             or not getattr(B.backend, "quarter_products", lambda: True)()
             or not B.fits(slice_widths(plan)[1], plan.slices_b)):
         return None

@@ -305,6 +305,11 @@ def add_residues(x, y, m):
 # against 13.70 as one product, 512^3 97.6 against 97.4 (q = 128), a batch of 4096 x 1024
 # 2.40 against 2.24; fftn 1024^3 (q = 256) 849 ms (90ad4e5, one product: 936).
 QUARTER_MIN = 1024
+# ... and from this many rows (A's, the transforms of a call's stage): their GEMMs of a
+# quarter's inner length and the butterflies cost more than they save on fewer (H100, run
+# 70d50c8, 1024 points: 16384 rows 5.94 against 5.66 ms as one product, 65536 18.0 against
+# 19.5; fftn 1024^3, 2^20 rows an axis, 834 against 934).
+QUARTER_ROWS_MIN = 65536
 
 
 def butterfly4(re, im, m, sign):
@@ -408,8 +413,8 @@ def flags_found(flags_a, flags_b, host=True):
 # with the FFT's 25 moduli: fftn 1024^3 955.1 -> 910.7 ms (its epilogue 209.5 -> 193.4) in
 # one call (the same bits: the same difference to cuFFT, 4.847387214694125e-16), fftn 512^3
 # 103.4 -> 96.9 on the same machine.
-# Off by default, their GPU tests passed (the quarter turns' same bits on every path, run
-# 3d22402, and on the residue GEMM again at 8b1f31d), slower on batches, faster on cubes:
+# Their GPU tests passed (the quarter turns' same bits on every path, run 3d22402, and on the
+# residue GEMM again at 8b1f31d), then off: slower on batches, about level on cubes:
 #   quarter_products  scheme._quarter_product on the GPU (butterfly4, the stacked residue
 #                     GEMM of a quarter's inner length, epilogue.cu INTERLEAVED; QUARTER_MIN):
 #                     a quarter of the int8 work; H100, run 3d22402, against one product, both
@@ -423,9 +428,23 @@ def flags_found(flags_a, flags_b, host=True):
 #                     writes them in place)
 #   residue_quarters  its butterflies formed in the residues.cu pass (QUARTERS), not by
 #                     butterfly4 after it (about 125 of 150 bytes a point of one axis at 25 moduli)
+# Run 2026-12-07 (H100, bench/results/2026-12-07-70d50c8-h100: the quarter turns' same bits on
+# every path, the interleaved epilogue into views, butterfly4 and the epilogue kernels, 57
+# passed), with the quarter turns' row blocks written in place by their epilogue:
+#   quarter_products, residue_quarters  on, from QUARTER_ROWS_MIN rows: fftn 1024^3 834 against
+#                     934 ms a call (bench.kernel_times; its GEMMs 305 against 440, the float64
+#                     copies no more than one product's); batches of 1024 points, against one
+#                     product: 4096 rows 2.91 against 2.22 ms, 16384 5.94 against 5.66, 65536
+#                     18.0 against 19.5; 2048 x 2048 3.40 against 2.48
+#   byte_unreduced    epilogue.cu's BYTE_REDUCE 0 (Karatsuba's int8 differences into the CRT sum
+#                     as they are, |x| <= 384): fftn 1024^3's epilogue 196.8 -> 176.9 ms, a batch
+#                     of 4096 x 1024's 0.279 -> 0.253 (the same difference to cuFFT); two outputs
+#                     a thread at 3 blocks beside it (1,356 SASS instructions an output against
+#                     1,624) gave 175.4 and 0.253: not taken
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
-               "quarter_products", "byte_convert", "pairs_in_place")
-NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "byte_convert", "pairs_in_place")
+               "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced")
+NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "byte_convert", "pairs_in_place",
+                  "residue_quarters", "quarter_products", "byte_unreduced")
 
 
 def _new_kernel(name):
@@ -879,7 +898,8 @@ def _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride):
     return vec
 
 
-# epilogue.cu's BYTE_CONVERT and BYTE_REDUCE for int8 residues (NEW_KERNELS byte_convert, 1);
+# epilogue.cu's BYTE_CONVERT and BYTE_REDUCE for int8 residues (NEW_KERNELS byte_convert, and
+# byte_unreduced for BYTE_REDUCE 0);
 # OZAKI_EPILOGUE_BYTES="c,r" sets them (bench/device_run.sh compares them).
 EPILOGUE_BYTES = (tuple(int(v) for v in os.environ["OZAKI_EPILOGUE_BYTES"].split(","))
                   if os.environ.get("OZAKI_EPILOGUE_BYTES") else None)
@@ -940,7 +960,8 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
         defines += (("RESIDUAL", 1),)
     if matrices > 1:
         defines += (("STACKED", 1),)
-    convert, reduce = EPILOGUE_BYTES if EPILOGUE_BYTES is not None else (int(_new_kernel("byte_convert")), 1)
+    convert, reduce = (EPILOGUE_BYTES if EPILOGUE_BYTES is not None
+                       else (int(_new_kernel("byte_convert")), int(not _new_kernel("byte_unreduced"))))
     if dtype == cupy.int8 and (convert, reduce) != (1, 1):
         defines += (("BYTE_CONVERT", convert), ("BYTE_REDUCE", reduce))
     if EPILOGUE_BLOCKS and npairs == 1 and dtype == cupy.int8:

@@ -442,6 +442,22 @@ def test_quarter_turns_give_the_one_product_bits(rng, monkeypatch, mode):
                 assert np.array_equal(one.view(np.uint64), four.view(np.uint64)), (N, norm, workspace)
 
 
+def test_quarter_turns_from_the_backends_rows(rng, monkeypatch):
+    """A backend's QUARTER_ROWS_MIN (the GPU's: fewer rows run faster as one product) keeps
+    products of fewer rows on one product, and from it on they take the quarter turns: the
+    same bits either side."""
+    from ozaki.backends import numpy_backend
+    calls = _quarter_spy(monkeypatch)
+    x = inputs_wide_complex(rng, (24, 1024))
+    monkeypatch.setattr(numpy_backend, "QUARTER_ROWS_MIN", 25, raising=False)
+    one = of.fft(x)
+    assert not calls
+    monkeypatch.setattr(numpy_backend, "QUARTER_ROWS_MIN", 24)
+    four = of.fft(x)
+    assert calls
+    assert np.array_equal(one.view(np.uint64), four.view(np.uint64))
+
+
 def test_batches_to_2048_points_direct_by_quarter_turns(rng, monkeypatch):
     """Complex batches of a multiple of 64 points up to plans.QUARTER_DIRECT_MAX are direct,
     costed as quarter turns (2048 was six-step); 4096 points stay six-step (their constants

@@ -251,12 +251,15 @@ def test_quarter_turns_same_bits_as_cpu(rng, monkeypatch, path):
     """Direct products with the quarter turns (scheme._quarter_product) on every product path,
     whole and blocked over rows: the CPU's bits, which are the one-product bits
     (tests/fft/test_fft.py), and the quarter-turn path ran on the GPU (from its
-    QUARTER_MIN, 1024 points; the 256-point case takes one product there, the same bits)."""
+    QUARTER_MIN, 1024 points, and here from any rows; the 256-point case takes one product
+    there, the same bits)."""
     cupy = pytest.importorskip("cupy")
     import ozaki
     from ozaki import scheme
     import inspect
+    from ozaki.backends import cupy_backend
     monkeypatch.setenv("OZAKI_NEW_KERNELS", "all")       # quarter_products, residue_quarters, ...
+    monkeypatch.setattr(cupy_backend, "QUARTER_ROWS_MIN", 0)     # these rows are fewer
     calls, run = [], scheme._quarter_product
 
     def spy(*args, **kwargs):
