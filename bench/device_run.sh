@@ -174,8 +174,10 @@
 #             1024^3 and the batch with the epilogue's complex differences unreduced, and with two outputs
 #             a thread at 3 blocks as well (about 510 s of stage limits)
 #   s20b      the defaults after s20a (quarter turns from 65536 rows, Karatsuba's int8 differences
-#             unreduced): the epilogue's, complex and FFT same-bits GPU tests; issue 16's table; fftn
-#             512^3, 1024^3 and batches beside the defaults before; ZGEMM 8192 both ways (about 560 s)
+#             unreduced) and the residue GEMM's integer reduction: the epilogue's, complex, same-bits,
+#             FFT and residue GEMM GPU tests (both builds); issue 16's table; fftn 1024^3 and a batch
+#             with the float64 reduction and with the defaults before; small GEMMs on the residue
+#             GEMM both ways (about 530 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
@@ -504,19 +506,24 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
     stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
         --repeats 2 --out "$W/fft_1024_one_product.json"
 elif [ "$profile" = s20b ]; then
-    # the defaults of run 70d50c8's findings: quarter turns from 65536 rows, byte_unreduced
-    gpu_tests gpu_backend 170 tests/backends/test_cupy_backend.py -k "epilogue or complex or residues_of_parts" &
-    gpu_tests gpu_fft 170 tests/fft/test_fft_gpu.py -k "same_bits or quarter" &
+    # the defaults of run 70d50c8's findings (quarter turns from 65536 rows, byte_unreduced) and
+    # the residue GEMM's integer reduction (residue_int_mod), its tests on both builds
+    gpu_tests gpu_backend 190 tests/backends/test_cupy_backend.py -k "epilogue or complex or residues_of_parts or same_bits" &
+    gpu_tests gpu_fft 190 tests/fft/test_fft_gpu.py -k "same_bits or quarter" &
+    gpu_tests gpu_residue 190 tests/backends/test_residue_gemm.py tests/backends/test_fused.py -k "residue or path" &
     wait
     old=epilogue_vec,fp8_digits,residue_parts,zero_signs_parts,byte_convert,pairs_in_place   # the defaults before
-    stage fft_table 100 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 65536x1024 \
+    fp64=$old,residue_quarters,quarter_products,byte_unreduced                               # now, but residue_int_mod
+    stage fft_table 90 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 65536x1024 \
         --sizes 65536 1048576 16777216 --repeats 3 --out "$W/fft_table.json"
-    stage fft_1024 50 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
-    stage fft_before 90 env OZAKI_NEW_KERNELS=$old python3 -m bench.fft --cubes 512 1024 --batches 4096x1024 65536x1024 \
+    stage fft_1024 45 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
+    stage fft_fp64mod 45 env OZAKI_NEW_KERNELS=$fp64 python3 -m bench.fft --cubes 1024 --batches 65536x1024 --sizes \
+        --repeats 2 --out "$W/fft_fp64mod.json"
+    stage fft_before 70 env OZAKI_NEW_KERNELS=$old python3 -m bench.fft --cubes 512 1024 --batches 65536x1024 \
         --sizes --repeats 2 --out "$W/fft_before.json"
-    zgemm="--sizes 8192 --families complex --no-emulated --samples 6 --repeats 3 --modes accurate"
-    stage zgemm 45 python3 -m bench.gemm $zgemm --out "$W/zgemm.json"
-    stage zgemm_before 45 env OZAKI_NEW_KERNELS=$old python3 -m bench.gemm $zgemm --out "$W/zgemm_before.json"
+    gemm="--sizes 2048 4096 --shapes 256x256x256x256 16x1024x1024x1024 --families normal complex --no-emulated --samples 2 --repeats 5 --modes accurate --paths cutlass"
+    stage gemm 45 python3 -m bench.gemm $gemm --out "$W/gemm.json"
+    stage gemm_fp64mod 45 env OZAKI_NEW_KERNELS=$fp64 python3 -m bench.gemm $gemm --out "$W/gemm_fp64mod.json"
 elif [ "$profile" = s20a ]; then
     gpu_tests gpu_quarter 150 tests/backends/test_cupy_backend.py tests/fft/test_fft_gpu.py \
         -k "interleaved_into_views or quarter_turns or butterfly4 or epilogue_kernel"

@@ -43,7 +43,7 @@ from cupy.cuda import cublas
 from ..crt import crt_bound_float, crt_constants
 from ..crt import moduli as _moduli
 from . import graphs, native, numpy_backend
-from .kernel_tables import constant_tables as _constant_tables
+from .kernel_tables import constant_tables as _constant_tables, residue_gemm_table
 from .graphs import replayed  # noqa: F401  (a backend step: scheme._stack_piece)
 
 xp = cupy
@@ -441,10 +441,19 @@ def flags_found(flags_a, flags_b, host=True):
 #                     of 4096 x 1024's 0.279 -> 0.253 (the same difference to cuFFT); two outputs
 #                     a thread at 3 blocks beside it (1,356 SASS instructions an output against
 #                     1,624) gave 175.4 and 0.253: not taken
+# Not run on a device yet (this session's s20b runs them), on by default: if its tests fail
+# there, off again:
+#   residue_int_mod   the residue GEMM's epilogue reducing its int32 accumulators mod p on the
+#                     integer pipes (residue_gemm.cu INTEGER_MOD, modular.cuh's
+#                     mod_symmetric_int: IMAD.HI and five simple operations) instead of
+#                     int32 -> float64 -> int8 conversions (16 a clock an SM) around seven FP64
+#                     operations: SASS 1,250 instructions a thread a 256 x 128 tile against
+#                     2,100 (ptxas 13.0); a tile at K = 256 (the FFT's quarter products) has
+#                     about as many int8 mma cycles as its float64 epilogue's conversions
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
-               "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced")
+               "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced", "residue_int_mod")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "byte_convert", "pairs_in_place",
-                  "residue_quarters", "quarter_products", "byte_unreduced")
+                  "residue_quarters", "quarter_products", "byte_unreduced", "residue_int_mod")
 
 
 def _new_kernel(name):
@@ -617,7 +626,14 @@ RESIDUE_GEMM_AUTO_WORK = 1 << 36        # m n k of one matrix
 RESIDUE_GEMM_CUBLAS_SIDE = 4096
 
 
-_RESIDUE_GEMM = {}                      # "lib": the loaded library, or "why": why it cannot load
+# Per build (residue_gemm_defines()): "lib": the loaded library, or "why": why it cannot load.
+_RESIDUE_GEMM = {(): {}, (("INTEGER_MOD", 1),): {}}
+
+
+def residue_gemm_defines():
+    """The residue GEMM's build: its epilogue's modular reduction on the integer pipes
+    (residue_gemm.cu INTEGER_MOD, NEW_KERNELS residue_int_mod) or on the FP64 pipe."""
+    return (("INTEGER_MOD", 1),) if _new_kernel("residue_int_mod") else ()
 
 
 def _residue_gemm_library(build=True):
@@ -625,22 +641,24 @@ def _residue_gemm_library(build=True):
     ``build``: compile it if it is not in the cache yet (about a minute of nvcc); "auto"
     passes False, so a product never waits for a compile it did not ask for (a forced
     path="cutlass", residue_gemm_available() or ``python -m ozaki build`` builds it)."""
-    if "lib" in _RESIDUE_GEMM:
-        return _RESIDUE_GEMM["lib"], None
+    defines = residue_gemm_defines()
+    known = _RESIDUE_GEMM[defines]
+    if "lib" in known:
+        return known["lib"], None
     cc = cupy.cuda.Device().compute_capability
     if cc != "90":
         return None, f"the residue GEMM is built for sm_90a; this device is sm_{cc}"
-    if "why" in _RESIDUE_GEMM:
-        return None, _RESIDUE_GEMM["why"]
-    if not build and ("unbuilt" in _RESIDUE_GEMM or not native.built("residue_gemm.cu")):
+    if "why" in known:
+        return None, known["why"]
+    if not build and ("unbuilt" in known or not native.built("residue_gemm.cu", defines)):
         # remembered: "auto" asks on every product, and the check hashes the kernel's sources
         # (about 0.18 ms); a build in another process is seen by processes started after it
-        _RESIDUE_GEMM["unbuilt"] = True
+        known["unbuilt"] = True
         return None, "the residue GEMM is not built yet (python -m ozaki build)"
     try:
-        lib = native.library("residue_gemm.cu")
+        lib = native.library("residue_gemm.cu", defines)
     except native.NativeUnavailable as exc:
-        _RESIDUE_GEMM["why"] = str(exc)
+        known["why"] = str(exc)
         return None, str(exc)
     lib.ozaki_residue_gemm.restype = ctypes.c_int
     lib.ozaki_residue_gemm.argtypes = ([ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong] * 3
@@ -648,7 +666,7 @@ def _residue_gemm_library(build=True):
                                        + [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p])
     lib.ozaki_residue_gemm_workspace.restype = ctypes.c_size_t
     lib.ozaki_residue_gemm_workspace.argtypes = [ctypes.c_int] * 4
-    _RESIDUE_GEMM["lib"] = lib
+    known["lib"] = lib
     return lib, None
 
 
@@ -659,12 +677,16 @@ def residue_gemm_available():
 
 
 @functools.lru_cache(maxsize=None)
-def _moduli_arrays(m, device, repeat=1):
+def _moduli_arrays(m, device, repeat=1, integer=False):
     """The moduli and their rounded inverses, float64 on the device (the residue GEMM's
-    epilogue), each ``repeat`` times in a row (a stack's matrices: one batch entry each).
+    epilogue), each ``repeat`` times in a row (a stack's matrices: one batch entry each);
+    ``integer``: its INTEGER_MOD build's table instead (residue_gemm_table), and None.
     Never evicted: a captured CUDA graph reads them by address (graphs.py)."""
+    if integer:
+        return cupy.asarray(np.repeat(residue_gemm_table(_moduli(m)), repeat, axis=0)), None
     ps = np.repeat(np.array(_moduli(m), dtype=np.float64), repeat)
     return cupy.asarray(ps), cupy.asarray(1.0 / ps)
+
 
 
 def gemm_residues(Ra, Rbt, m, batch=1):
@@ -706,14 +728,15 @@ def gemm_residues(Ra, Rbt, m, batch=1):
         else:
             matrices, count, repeat = range(batch), b, 1
             a_plane, b_plane, d_plane = Ra.strides[0], Rbt.strides[0], batch * mm * ld
-        moduli, inverses = _moduli_arrays(m, _device(), repeat)
+        moduli, inverses = _moduli_arrays(m, _device(), repeat, bool(residue_gemm_defines()))
         ws_bytes = lib.ozaki_residue_gemm_workspace(mm, ld, kp, count)
         ws = cupy.empty(max(ws_bytes, 1), dtype=cupy.uint8)
         stream = cupy.cuda.get_current_stream().ptr
         for g in matrices:
             status = lib.ozaki_residue_gemm(
                 Ra.data.ptr + g * mm * kp, kp, a_plane, Rbt.data.ptr + g * ld * kp, kp, b_plane,
-                out.data.ptr + g * mm * ld, ld, d_plane, moduli.data.ptr, inverses.data.ptr, mm, ld, kp, count,
+                out.data.ptr + g * mm * ld, ld, d_plane, moduli.data.ptr, 0 if inverses is None else inverses.data.ptr,
+                mm, ld, kp, count,
                 ws.data.ptr, ws_bytes, stream)
             if status != 0:
                 raise RuntimeError(f"the residue GEMM failed (status {status}) on {b} x {mm} x {n} x {kp}")

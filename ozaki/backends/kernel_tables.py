@@ -1,8 +1,11 @@
 """The moduli's constants as C source for the kernels (kernels/*.cu): compile-time
-tables written as exact hexadecimal literals.  Plain text and no CuPy, so that the
+tables written as exact hexadecimal literals; and the residue GEMM's run-time table
+(residue_gemm_table).  Plain text and no CuPy, so that the
 host builds of the kernels in tests/ read the very tables the GPU's compiles read."""
 
 import functools
+
+import numpy as np
 
 from ..crt import crt_constants
 from ..crt import moduli as _moduli
@@ -35,3 +38,14 @@ def constant_tables(m, crt=False):
                 + array("CRT_P[]", k.P_limbs)
                 + f"#define CRT_INV_P {(1.0 / k.P_float).hex()}\n")
     return src
+
+
+def residue_gemm_table(moduli):
+    """int32 (len(moduli), 3): per modulus -p, m = floor(2**32 / p) and c = ceil(2**31 / p) p
+    + floor(p / 2), the last two as the bits of uint32 (kernels/modular_int.cuh's
+    mod_symmetric_int, which the residue GEMM's INTEGER_MOD epilogue runs)."""
+    ps = [int(p) for p in moduli]
+    if any(not 2 <= p <= 256 for p in ps):
+        raise ValueError(f"the residue GEMM's integer reduction takes moduli 2..256, not {ps}")
+    rows = [((1 << 32) - p, (1 << 32) // p, -(-(1 << 31) // p) * p + p // 2) for p in ps]
+    return np.array(rows, dtype=np.uint32).view(np.int32).reshape(len(ps), 3)

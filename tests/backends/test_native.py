@@ -95,23 +95,27 @@ def test_unloadable_library_is_unavailable(env):
 
 
 def test_key_follows_the_included_headers_only(env, monkeypatch):
-    """residue_gemm.cu includes modular.cuh: a change there is a new build, one in another
-    header is not."""
-    assert native._local_includes("residue_gemm.cu") == ["modular.cuh", "residue_gemm.cu"]
+    """residue_gemm.cu includes modular.cuh and modular_int.cuh: a change there is a new build,
+    one in another header is not."""
+    assert native._local_includes("residue_gemm.cu") == ["modular.cuh", "modular_int.cuh", "residue_gemm.cu"]
     real = native._source
     before = native.build("residue_gemm.cu")
     monkeypatch.setattr(native, "_source", lambda n: real(n) + (b"//x" if n == "rounding.cuh" else b""))
     assert native.build("residue_gemm.cu") == before
     monkeypatch.setattr(native, "_source", lambda n: real(n) + (b"//x" if n == "modular.cuh" else b""))
     assert native.build("residue_gemm.cu") != before
+    monkeypatch.setattr(native, "_source", lambda n: real(n) + (b"//x" if n == "modular_int.cuh" else b""))
+    assert native.build("residue_gemm.cu") != before
 
 
 def test_build_command(env, capsys):
     """python -m ozaki build: the library into the cache (0), or why not (1)."""
     from ozaki.__main__ import main
-    assert not native.built("residue_gemm.cu")
+    integer = (("INTEGER_MOD", 1),)
+    assert not native.built("residue_gemm.cu") and not native.built("residue_gemm.cu", integer)
     assert main(["build"]) == 0
-    assert native.built("residue_gemm.cu") and native.cache_dir() in capsys.readouterr().out
+    assert native.built("residue_gemm.cu") and native.built("residue_gemm.cu", integer)
+    assert native.cache_dir() in capsys.readouterr().out
 
 
 def test_build_command_without_nvcc(tmp_path, monkeypatch, capsys):

@@ -10,6 +10,16 @@ from tests import inputs
 pytestmark = pytest.mark.gpu
 
 
+@pytest.fixture(autouse=True, params=["integer", "float64"])
+def reduction(request, monkeypatch):
+    """Every test on both builds: the epilogue's reduction on the integer pipes
+    (INTEGER_MOD, NEW_KERNELS residue_int_mod) and on the FP64 pipe."""
+    from ozaki.backends import cupy_backend
+    on = [n for n in cupy_backend.NEW_KERNELS_ON if n != "residue_int_mod"]
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", ",".join(on + (["residue_int_mod"] if request.param == "integer" else [])))
+    return request.param
+
+
 def residue_gemm_backend():
     """cupy_backend, where the residue GEMM runs; the test is skipped on a GPU that is not
     Hopper or without nvcc and the CUTLASS headers, and fails where those are all here but
@@ -64,8 +74,8 @@ def test_residues_of_exact_products(rng, m, shape, batch):
 @pytest.mark.parametrize("sign", [1, -1])
 def test_at_the_int32_limit(rng, sign):
     """k = RESIDUE_GEMM_K_MAX with every entry at its range's end: accumulators near 2**31
-    (256's plane reaches (-128)^2 k = 2**14 k), reduced by the epilogue node's float64
-    quotient.  (A wrapped int32 would not show in 256's plane, 2**32 = 0 mod 256: the limit
+    (256's plane reaches (-128)^2 k = 2**14 k), reduced by the epilogue node's integer or
+    float64 quotient.  (A wrapped int32 would not show in 256's plane, 2**32 = 0 mod 256: the limit
     itself is asserted.)"""
     import cupy
     be = residue_gemm_backend()

@@ -12,8 +12,10 @@
 // Layout (the residue stacks of cupy_backend.gemm): A (L, M, K) and B^T (L, N, K), K contiguous,
 // rows lda/ldb bytes apart and planes batch_a/batch_b bytes apart; D (L, M, N) int8, row stride
 // ldd (a multiple of 16: TMA stores need 16-byte aligned strides).  Batch l uses modulus
-// moduli[l] (and inverses[l] = 1/moduli[l], rounded), float64.  K * 128 * 128 < 2**31 keeps the
-// int32 accumulators exact (K <= 131071).
+// moduli[l] (and inverses[l] = 1/moduli[l], rounded), float64; with INTEGER_MOD, ``moduli`` is
+// an int32 table (L, 3) instead, row l: -p, m and c of modular_int.cuh's mod_symmetric_int, and
+// ``inverses`` is not read.  K * 128 * 128 < 2**31 keeps the int32 accumulators exact
+// (K <= 131071; |acc| <= K 2**14 <= 2**31 - 2**14, mod_symmetric_int's range).
 //
 // Built by ozaki/backends/native.py with nvcc (-arch=sm_90a) into a shared library, loaded with
 // ctypes: CUTLASS's TMA descriptors are made on the host, which NVRTC's device-only code cannot.
@@ -31,6 +33,7 @@
 #include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
 
 #include "modular.cuh"
+#include "modular_int.cuh"
 
 using namespace cute;
 
@@ -52,6 +55,15 @@ namespace ozaki {
 // r = x mod p in the residues' symmetric range [-h, p - 1 - h], h = floor(p / 2) ([-128, 127] for
 // 256, [-(p-1)/2, (p-1)/2] for odd p), so every r fits int8: modular.cuh's mod_symmetric on the
 // FP64 pipe, the accumulator (|x| < 2**31) exact in float64, p and 1/p per batch from the tree.
+// INTEGER_MOD 1: the same residue on the integer pipes (modular_int.cuh's mod_symmetric_int:
+// a multiply-high and five simple operations), without the int32 -> float64 -> int8
+// conversions, which run at 16 a clock an SM on Hopper: the float64 build's epilogue issues
+// two of them and about seven FP64 operations an accumulator, 128 accumulators a thread a
+// tile, as long as a 256 x 128 tile's mainloop at K = 256 (the FFT's quarter products).
+#ifndef INTEGER_MOD
+#define INTEGER_MOD 0
+#endif
+
 template <class T>
 struct SymmetricMod;
 
@@ -67,6 +79,18 @@ struct SymmetricMod<cutlass::Array<double, N>> {
     }
 };
 
+template <int N>
+struct SymmetricMod<cutlass::Array<int32_t, N>> {
+    CUTLASS_DEVICE cutlass::Array<int32_t, N>
+    operator()(cutlass::Array<int32_t, N> const& x, cutlass::Array<int32_t, N> const& p,
+               cutlass::Array<int32_t, N> const& m, cutlass::Array<int32_t, N> const& c) const {   // p: -p
+        cutlass::Array<int32_t, N> r;
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < N; ++i) r[i] = mod_symmetric_int(x[i], p[i], (unsigned)m[i], (unsigned)c[i]);
+        return r;
+    }
+};
+
 using TileShape = Shape<Int<TILE_M>, Int<TILE_N>, Int<TILE_K>>;
 using ClusterShape = Shape<_1, _1, _1>;
 using LayoutA = cutlass::layout::RowMajor;       // (M, K), K contiguous
@@ -74,11 +98,20 @@ using LayoutB = cutlass::layout::ColumnMajor;    // (K, N) stored as B^T (N, K),
 using LayoutD = cutlass::layout::RowMajor;       // (M, N)
 constexpr int kAlign = 16;                       // int8 elements per 16 bytes
 
+#if INTEGER_MOD
+// D = SymmetricMod(acc, -p[l], m[l], c[l]): the accumulator and three per-batch int32 scalars,
+// a table row (stride 3 along L) each.
+using PerBatch = cutlass::epilogue::fusion::Sm90ScalarBroadcast<int32_t, Stride<_0, _0, int64_t>>;
+using Residue = cutlass::epilogue::fusion::Sm90EVT<
+    cutlass::epilogue::fusion::Sm90Compute<SymmetricMod, int8_t, int32_t, cutlass::FloatRoundStyle::round_to_nearest>,
+    cutlass::epilogue::fusion::Sm90AccFetch, PerBatch, PerBatch, PerBatch>;
+#else
 // D = SymmetricMod(acc, p[l], 1/p[l]): the accumulator and two per-batch scalars (stride 1 along L).
 using PerBatch = cutlass::epilogue::fusion::Sm90ScalarBroadcast<double, Stride<_0, _0, int64_t>>;
 using Residue = cutlass::epilogue::fusion::Sm90EVT<
     cutlass::epilogue::fusion::Sm90Compute<SymmetricMod, int8_t, double, cutlass::FloatRoundStyle::round_to_nearest>,
     cutlass::epilogue::fusion::Sm90AccFetch, PerBatch, PerBatch>;
+#endif
 
 using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
@@ -101,7 +134,7 @@ using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 extern "C" int ozaki_residue_gemm(const int8_t* A, long long lda, long long batch_a,
                                   const int8_t* B, long long ldb, long long batch_b,
                                   int8_t* D, long long ldd, long long batch_d,
-                                  const double* moduli, const double* inverses, int M, int N, int K, int L,
+                                  const void* moduli, const void* inverses, int M, int N, int K, int L,
                                   void* workspace, size_t workspace_bytes, cudaStream_t stream) {
     using namespace ozaki;
     typename Kernel::StrideA sa = make_stride(static_cast<int64_t>(lda), _1{}, static_cast<int64_t>(batch_a));
@@ -112,9 +145,19 @@ extern "C" int ozaki_residue_gemm(const int8_t* A, long long lda, long long batc
         {M, N, K, L},
         {A, sa, B, sb},
         {{}, nullptr, sd, D, sd}};
+#if INTEGER_MOD
+    // The visitor tree's arguments: {accumulator fetch, -p, m and c per batch (columns of the
+    // table), the reduction}.
+    auto per_batch = make_stride(_0{}, _0{}, int64_t(3));
+    const int32_t* table = static_cast<const int32_t*>(moduli);
+    args.epilogue.thread = {{}, {{0}, {table}, {per_batch}}, {{0}, {table + 1}, {per_batch}},
+                            {{0}, {table + 2}, {per_batch}}, {}};
+#else
     // The visitor tree's arguments: {accumulator fetch, p per batch, 1/p per batch, the reduction}.
     auto per_batch = make_stride(_0{}, _0{}, int64_t(1));
-    args.epilogue.thread = {{}, {{0.0}, {moduli}, {per_batch}}, {{0.0}, {inverses}, {per_batch}}, {}};
+    args.epilogue.thread = {{}, {{0.0}, {static_cast<const double*>(moduli)}, {per_batch}},
+                            {{0.0}, {static_cast<const double*>(inverses)}, {per_batch}}, {}};
+#endif
     Gemm gemm;
     cutlass::Status status = gemm.can_implement(args);
     if (status != cutlass::Status::kSuccess) return static_cast<int>(status);
