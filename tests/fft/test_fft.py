@@ -447,15 +447,22 @@ def test_quarter_turns_from_the_backends_rows(rng, monkeypatch):
     products of fewer rows on one product, and from it on they take the quarter turns: the
     same bits either side."""
     from ozaki.backends import numpy_backend
+    _one_product_then_quarter_turns(monkeypatch, inputs_wide_complex(rng, (24, 1024)), numpy_backend,
+                                    "QUARTER_ROWS_MIN", 25, 24)
+
+
+def _one_product_then_quarter_turns(monkeypatch, x, owner, name, off, on):
+    """fft(x) with owner.name set to ``off`` (the quarter turns not taken), then to ``on``
+    (taken): the same bits; the second result."""
     calls = _quarter_spy(monkeypatch)
-    x = inputs_wide_complex(rng, (24, 1024))
-    monkeypatch.setattr(numpy_backend, "QUARTER_ROWS_MIN", 25, raising=False)
+    monkeypatch.setattr(owner, name, off, raising=False)
     one = of.fft(x)
     assert not calls
-    monkeypatch.setattr(numpy_backend, "QUARTER_ROWS_MIN", 24)
+    monkeypatch.setattr(owner, name, on)
     four = of.fft(x)
     assert calls
     assert np.array_equal(one.view(np.uint64), four.view(np.uint64))
+    return four
 
 
 def test_batches_to_2048_points_direct_by_quarter_turns(rng, monkeypatch):
@@ -472,17 +479,10 @@ def test_batches_to_2048_points_direct_by_quarter_turns(rng, monkeypatch):
     assert of.algorithm(4096) == "six-step" and of.algorithm(2040) == "six-step"      # 2040: not 64 m
     assert plans.choose(2048, 1) != plans.Plan("direct")                            # one row: fixed costs
     assert plans.choose(2048, 16, "c2c", True) != plans.Plan("direct")              # carried rows
-    calls = _quarter_spy(monkeypatch)
     N, rows = 2048, 16
     x = inputs_wide_complex(rng, (rows, N))
     x[3, N // 2:] = -x[3, :N // 2]                                    # cancellation across the quarters
-    monkeypatch.setattr(scheme, "QUARTER_MIN", 1 << 30)
-    one = of.fft(x)
-    assert not calls
-    monkeypatch.setattr(scheme, "QUARTER_MIN", 256)
-    y = of.fft(x)
-    assert calls
-    assert np.array_equal(one.view(np.uint64), y.view(np.uint64))
+    y = _one_product_then_quarter_turns(monkeypatch, x, scheme, "QUARTER_MIN", 1 << 30, 256)
     ks = sorted({0, 1, 2, 3, N // 4, N - 2, N - 1} | {int(k) for k in rng.integers(0, N, 4)})
     for r in (0, 3, rows - 1):
         assert_rounded_once(x[r], y[r], ks, -1)
