@@ -176,8 +176,8 @@
 #   s20b      the defaults after s20a (quarter turns from 65536 rows, Karatsuba's int8 differences
 #             unreduced) and the residue GEMM's integer reduction: the epilogue's, complex, same-bits,
 #             FFT and residue GEMM GPU tests (both builds); issue 16's table; fftn 1024^3 and a batch
-#             with the float64 reduction and with the defaults before; small GEMMs on the residue
-#             GEMM both ways (about 450 s)
+#             with the float64 reduction; small GEMMs on the residue GEMM both ways (about
+#             330 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
@@ -475,7 +475,7 @@ elif [ "$profile" = s16d ]; then
     stage kernels_fftn_512_vec2 25 env OZAKI_EPILOGUE_VEC=2 python3 -m bench.kernel_times fftn 512 --top 6
     stage fft_1024 50 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
 elif [ "$profile" = s17a ]; then
-    gpu_tests gpu_backend 170 tests/backends/test_cupy_backend.py tests/backends/test_prepared_gpu.py \
+    gpu_tests gpu_backend 160 tests/backends/test_cupy_backend.py tests/backends/test_prepared_gpu.py \
         tests/backends/test_fused.py
     gpu_tests gpu_fft 120 tests/fft/test_fft_gpu.py
     stage zgemm 60 python3 -m bench.gemm --sizes 4096 8192 --families complex --no-emulated --samples 12 \
@@ -508,22 +508,20 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
 elif [ "$profile" = s20b ]; then
     # the defaults of run 70d50c8's findings (quarter turns from 65536 rows, byte_unreduced) and
     # the residue GEMM's integer reduction (residue_int_mod), its tests on both builds
-    gpu_tests gpu_backend 170 tests/backends/test_cupy_backend.py -k "epilogue or complex or residues_of_parts or same_bits" &
-    gpu_tests gpu_fft 170 tests/fft/test_fft_gpu.py -k "same_bits or quarter" &
-    gpu_tests gpu_residue 170 tests/backends/test_residue_gemm.py tests/backends/test_fused.py -k "residue or path" &
+    gpu_tests gpu_backend 160 tests/backends/test_cupy_backend.py -k "epilogue or complex or residues_of_parts or same_bits" &
+    gpu_tests gpu_fft 160 tests/fft/test_fft_gpu.py -k "same_bits or quarter" &
+    gpu_tests gpu_residue 160 tests/backends/test_residue_gemm.py tests/backends/test_fused.py -k "residue or path" &
     wait
-    old=epilogue_vec,fp8_digits,residue_parts,zero_signs_parts,byte_convert,pairs_in_place   # the defaults before
-    fp64=$old,residue_quarters,quarter_products,byte_unreduced                               # now, but residue_int_mod
-    stage fft_table 80 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 65536x1024 \
+    # the defaults now but residue_int_mod (s20a timed the others on and off)
+    fp64=epilogue_vec,fp8_digits,residue_parts,zero_signs_parts,byte_convert,pairs_in_place,residue_quarters,quarter_products,byte_unreduced
+    stage fft_table 70 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 65536x1024 \
         --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft_table.json"
     stage fft_1024 40 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
-    stage fft_fp64mod 40 env OZAKI_NEW_KERNELS=$fp64 python3 -m bench.fft --cubes 1024 --batches 65536x1024 --sizes \
+    stage fft_fp64mod 35 env OZAKI_NEW_KERNELS=$fp64 python3 -m bench.fft --cubes 1024 --batches 65536x1024 --sizes \
         --repeats 2 --out "$W/fft_fp64mod.json"
-    stage fft_before 45 env OZAKI_NEW_KERNELS=$old python3 -m bench.fft --cubes 1024 --batches 65536x1024 \
-        --sizes --repeats 2 --out "$W/fft_before.json"
     gemm="--sizes 2048 4096 --shapes 256x256x256x256 16x1024x1024x1024 --families normal complex --no-emulated --samples 2 --repeats 5 --modes accurate --paths cutlass"
-    stage gemm 35 python3 -m bench.gemm $gemm --out "$W/gemm.json"
-    stage gemm_fp64mod 35 env OZAKI_NEW_KERNELS=$fp64 python3 -m bench.gemm $gemm --out "$W/gemm_fp64mod.json"
+    stage gemm 30 python3 -m bench.gemm $gemm --out "$W/gemm.json"
+    stage gemm_fp64mod 30 env OZAKI_NEW_KERNELS=$fp64 python3 -m bench.gemm $gemm --out "$W/gemm_fp64mod.json"
 elif [ "$profile" = s20a ]; then
     gpu_tests gpu_quarter 150 tests/backends/test_cupy_backend.py tests/fft/test_fft_gpu.py \
         -k "interleaved_into_views or quarter_turns or butterfly4 or epilogue_kernel"
