@@ -178,11 +178,13 @@
 #             FFT and residue GEMM GPU tests (both builds); issue 16's table; fftn 1024^3 and a batch
 #             with the float64 reduction; small GEMMs on the residue GEMM both ways (about
 #             330 s)
+#   s20c      s20b cut to about 240 s: its GPU tests, fftn 1024^3 and a batch of 65536 x 1024 with the
+#             integer and the float64 reduction, a short FFT table
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20b) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20b|s20c) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -505,6 +507,19 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
     stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
     stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
         --repeats 2 --out "$W/fft_1024_one_product.json"
+elif [ "$profile" = s20c ]; then
+    # s20b cut to the budget left (about 240 s): the GPU tests of the changes, then fftn 1024^3
+    # and a long batch with the residue GEMM's integer reduction and with its float64 one
+    gpu_tests gpu_backend 130 tests/backends/test_cupy_backend.py -k "epilogue or same_bits" &
+    gpu_tests gpu_fft 130 tests/fft/test_fft_gpu.py -k "same_bits or quarter" &
+    gpu_tests gpu_residue 130 tests/backends/test_residue_gemm.py tests/backends/test_fused.py -k "residue" &
+    wait
+    fp64=epilogue_vec,fp8_digits,residue_parts,zero_signs_parts,byte_convert,pairs_in_place,residue_quarters,quarter_products,byte_unreduced
+    stage fft_1024 35 python3 -m bench.fft --cubes 1024 --batches 65536x1024 --sizes --repeats 2 --out "$W/fft_1024.json"
+    stage fft_fp64mod 35 env OZAKI_NEW_KERNELS=$fp64 python3 -m bench.fft --cubes 1024 --batches 65536x1024 --sizes \
+        --repeats 2 --out "$W/fft_fp64mod.json"
+    stage fft_table 30 python3 -m bench.fft --cubes 256 512 --batches 4096x1024 --sizes 65536 1048576 --repeats 2 \
+        --out "$W/fft_table.json"
 elif [ "$profile" = s20b ]; then
     # the defaults of run 70d50c8's findings (quarter turns from 65536 rows, byte_unreduced) and
     # the residue GEMM's integer reduction (residue_int_mod), its tests on both builds
