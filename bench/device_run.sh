@@ -180,11 +180,15 @@
 #             330 s)
 #   s20c      s20b cut to about 240 s: its GPU tests, fftn 1024^3 and a batch of 65536 x 1024 with the
 #             integer and the float64 reduction, a short FFT table
+#   s21a      (for the next session) every GPU test of the backend, the residue GEMM, the fused
+#             kernel and the FFT at the twentieth session's defaults; fftn 1024^3's kernels; issue
+#             16's table; issue 11's products on "auto" with both reductions; the quarter turns' residue
+#             GEMM under ncu (about 580 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20b|s20c) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20b|s20c|s21a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -507,6 +511,26 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
     stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
     stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
         --repeats 2 --out "$W/fft_1024_one_product.json"
+elif [ "$profile" = s21a ]; then
+    # what run 4e93d24 (s20c) could not reach: every GPU test of the backend and the FFT at the
+    # twentieth session's defaults (the quarter turns' same bits with the integer reduction and
+    # the unreduced differences among them); fftn 1024^3's kernels after the integer reduction;
+    # issue 16's whole table; issue 11's products on "auto" with the integer and the float64
+    # reduction; the quarter turns' residue GEMM under ncu (about 580 s)
+    gpu_tests gpu_backend 200 tests/backends/test_cupy_backend.py tests/backends/test_residue_gemm.py &
+    gpu_tests gpu_fft 200 tests/fft/test_fft_gpu.py tests/backends/test_fused.py &
+    wait
+    fp64=epilogue_vec,fp8_digits,residue_parts,zero_signs_parts,byte_convert,pairs_in_place,residue_quarters,quarter_products,byte_unreduced
+    stage kernels_fftn_1024 55 python3 -m bench.kernel_times fftn 1024 --top 12
+    stage fft_table 110 python3 -m bench.fft --cubes 256 512 1024 --real-cubes 512 --batches 4096x1024 65536x1024 \
+        --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft_table.json"
+    gemm="--sizes 1024 2048 4096 8192 --shapes 4096x64x64x64 256x256x256x256 16x1024x1024x1024 --families normal complex --no-emulated --samples 4 --repeats 5 --modes accurate"
+    stage gemm 60 python3 -m bench.gemm $gemm --out "$W/gemm.json"
+    stage gemm_fp64mod 60 env OZAKI_NEW_KERNELS=$fp64 python3 -m bench.gemm $gemm --out "$W/gemm_fp64mod.json"
+    # what bounds the quarter turns' residue GEMMs (K = 256) after the integer reduction
+    stage ncu_residues_gemm 60 ncu --clock-control none -k regex:device_kernel --launch-skip 6 --launch-count 2 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+        --section WarpStateStats --section Occupancy python3 -m bench.fft --cubes --batches 65536x1024 --sizes --repeats 1
 elif [ "$profile" = s20c ]; then
     # s20b cut to the budget left (about 240 s): the GPU tests of the changes, then fftn 1024^3
     # and a long batch with the residue GEMM's integer reduction and with its float64 one
