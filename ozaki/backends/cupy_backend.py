@@ -305,10 +305,14 @@ def add_residues(x, y, m):
 # against 13.70 as one product, 512^3 97.6 against 97.4 (q = 128), a batch of 4096 x 1024
 # 2.40 against 2.24; fftn 1024^3 (q = 256) 849 ms (90ad4e5, one product: 936).
 QUARTER_MIN = 1024
-# ... and from this many rows (A's, the transforms of a call's stage): their GEMMs of a
-# quarter's inner length and the butterflies cost more than they save on fewer (H100, run
-# 70d50c8, 1024 points: 16384 rows 5.94 against 5.66 ms as one product, 65536 18.0 against
-# 19.5; fftn 1024^3, 2^20 rows an axis, 834 against 934).
+# ... and from this many rows (A's, a product's): their GEMMs of a quarter's inner length and
+# the butterflies cost more than they save on fewer (H100, run 70d50c8, 1024 points: 16384
+# rows 5.94 against 5.66 ms as one product, 65536 18.0 against 19.5; fftn 1024^3 834 against
+# 934).  ozaki.fft's products are its row blocks (interface.row_blocks: at most
+# BLOCK_POINTS / N rows, 65536 at N = 1024), so 1024-point transforms take the quarter turns
+# in blocks of exactly 65536 rows (fftn 1024^3's axes, batches of 65536 rows or a multiple),
+# and longer ones never: 32768-row blocks of 2048 points were not measured (2048 x 2048: 3.40
+# against 2.48).
 QUARTER_ROWS_MIN = 65536
 
 
@@ -431,7 +435,7 @@ def flags_found(flags_a, flags_b, host=True):
 # Run 2026-12-07 (H100, bench/results/2026-12-07-70d50c8-h100: the quarter turns' same bits on
 # every path, the interleaved epilogue into views, butterfly4 and the epilogue kernels, 57
 # passed), with the quarter turns' row blocks written in place by their epilogue:
-#   quarter_products, residue_quarters  on, from QUARTER_ROWS_MIN rows: fftn 1024^3 834 against
+#   quarter_products, residue_quarters  on, from QUARTER_ROWS_MIN rows a product: fftn 1024^3 834 against
 #                     934 ms a call (bench.kernel_times; its GEMMs 305 against 440, the float64
 #                     copies no more than one product's); batches of 1024 points, against one
 #                     product: 4096 rows 2.91 against 2.22 ms, 16384 5.94 against 5.66, 65536

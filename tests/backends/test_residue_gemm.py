@@ -17,7 +17,11 @@ def reduction(request, monkeypatch):
     from ozaki.backends import cupy_backend
     on = [n for n in cupy_backend.NEW_KERNELS_ON if n != "residue_int_mod"]
     monkeypatch.setenv("OZAKI_NEW_KERNELS", ",".join(on + (["residue_int_mod"] if request.param == "integer" else [])))
-    return request.param
+    defines = (("INTEGER_MOD", 1),) if request.param == "integer" else ()
+    assert cupy_backend.residue_gemm_defines() == defines
+    yield request.param
+    # the build asked for is the one that ran (loaded under its own key)
+    assert "lib" in cupy_backend._RESIDUE_GEMM[defines] or "why" in cupy_backend._RESIDUE_GEMM[defines]
 
 
 def residue_gemm_backend():

@@ -445,10 +445,14 @@ def test_quarter_turns_give_the_one_product_bits(rng, monkeypatch, mode):
 def test_quarter_turns_from_the_backends_rows(rng, monkeypatch):
     """A backend's QUARTER_ROWS_MIN (the GPU's: fewer rows run faster as one product) keeps
     products of fewer rows on one product, and from it on they take the quarter turns: the
-    same bits either side."""
+    same bits either side; the product's rows count, not those of the blocks a small
+    workspace cuts it into."""
+    import ozaki
     from ozaki.backends import numpy_backend
-    _one_product_then_quarter_turns(monkeypatch, inputs_wide_complex(rng, (24, 1024)), numpy_backend,
-                                    "QUARTER_ROWS_MIN", 25, 24)
+    for workspace in (None, 3 << 20):
+        with ozaki.config(workspace=workspace):
+            _one_product_then_quarter_turns(monkeypatch, inputs_wide_complex(rng, (24, 1024)), numpy_backend,
+                                            "QUARTER_ROWS_MIN", 25, 24)
 
 
 def _one_product_then_quarter_turns(monkeypatch, x, owner, name, off, on):
