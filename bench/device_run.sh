@@ -173,13 +173,10 @@
 #             quarter turns start to pay on the GPU: a rows threshold for quarter_products); then fftn
 #             1024^3 and the batch with the epilogue's complex differences unreduced, and with two outputs
 #             a thread at 3 blocks as well (about 510 s of stage limits)
-#   s20b      the defaults after s20a (quarter turns from 65536 rows, Karatsuba's int8 differences
-#             unreduced) and the residue GEMM's integer reduction: the epilogue's, complex, same-bits,
-#             FFT and residue GEMM GPU tests (both builds); issue 16's table; fftn 1024^3 and a batch
-#             with the float64 reduction; small GEMMs on the residue GEMM both ways (about
-#             330 s)
-#   s20c      s20b cut to about 240 s: its GPU tests, fftn 1024^3 and a batch of 65536 x 1024 with the
-#             integer and the float64 reduction, a short FFT table
+#   s20c      the twentieth session's defaults (quarter turns from 65536 rows, Karatsuba's int8
+#             differences unreduced, the residue GEMM's integer reduction) in about 240 s (the budget
+#             left): their GPU tests, fftn 1024^3 and a batch of 65536 x 1024 with the integer and the
+#             float64 reduction, a short FFT table
 #   s21a      (for the next session) every GPU test of the backend, the residue GEMM, the fused
 #             kernel and the FFT at the twentieth session's defaults; fftn 1024^3's kernels; issue
 #             16's table; issue 11's products on "auto" with both reductions; the quarter turns' residue
@@ -188,7 +185,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20b|s20c|s21a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -216,6 +213,9 @@ gpu_tests() {   # gpu_tests NAME SECONDS PYTEST-ARGS...: the GPU tests asked, ti
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit,clocks.max.sm --format=csv,noheader > "$W/device.txt"
 modes="accurate accurate:15 accurate:14 fast fast:15 exact"
+without_int_mod() {   # OZAKI_NEW_KERNELS: the defaults but the residue GEMM's integer reduction
+    python3 -c "from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; print(','.join(n for n in on if n != 'residue_int_mod'))"
+}
 if [ "$profile" = fused ]; then      # one call: tiles swept and chosen, then everything under them
     stage crossover 160 python3 -m bench.crossover --sweep --profile --tiles-out "$W/tiles.txt" --out "$W/crossover.json"
     [ -s "$W/tiles.txt" ] && export OZAKI_FUSED_TILES=$(cat "$W/tiles.txt")
@@ -520,47 +520,28 @@ elif [ "$profile" = s21a ]; then
     gpu_tests gpu_backend 200 tests/backends/test_cupy_backend.py tests/backends/test_residue_gemm.py &
     gpu_tests gpu_fft 200 tests/fft/test_fft_gpu.py tests/backends/test_fused.py &
     wait
-    fp64=epilogue_vec,fp8_digits,residue_parts,zero_signs_parts,byte_convert,pairs_in_place,residue_quarters,quarter_products,byte_unreduced
     stage kernels_fftn_1024 55 python3 -m bench.kernel_times fftn 1024 --top 12
     stage fft_table 110 python3 -m bench.fft --cubes 256 512 1024 --real-cubes 512 --batches 4096x1024 65536x1024 \
         --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft_table.json"
     gemm="--sizes 1024 2048 4096 8192 --shapes 4096x64x64x64 256x256x256x256 16x1024x1024x1024 --families normal complex --no-emulated --samples 4 --repeats 5 --modes accurate"
     stage gemm 60 python3 -m bench.gemm $gemm --out "$W/gemm.json"
-    stage gemm_fp64mod 60 env OZAKI_NEW_KERNELS=$fp64 python3 -m bench.gemm $gemm --out "$W/gemm_fp64mod.json"
+    stage gemm_fp64mod 60 env OZAKI_NEW_KERNELS=$(without_int_mod) python3 -m bench.gemm $gemm --out "$W/gemm_fp64mod.json"
     # what bounds the quarter turns' residue GEMMs (K = 256) after the integer reduction
     stage ncu_residues_gemm 60 ncu --clock-control none -k regex:device_kernel --launch-skip 6 --launch-count 2 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
         --section WarpStateStats --section Occupancy python3 -m bench.fft --cubes --batches 65536x1024 --sizes --repeats 1
 elif [ "$profile" = s20c ]; then
-    # s20b cut to the budget left (about 240 s): the GPU tests of the changes, then fftn 1024^3
-    # and a long batch with the residue GEMM's integer reduction and with its float64 one
+    # the budget left (about 240 s): the GPU tests of the changes, then fftn 1024^3 and a long
+    # batch with the residue GEMM's integer reduction and with its float64 one
     gpu_tests gpu_backend 130 tests/backends/test_cupy_backend.py -k "epilogue or same_bits" &
     gpu_tests gpu_fft 130 tests/fft/test_fft_gpu.py -k "same_bits or quarter" &
     gpu_tests gpu_residue 130 tests/backends/test_residue_gemm.py tests/backends/test_fused.py -k "residue" &
     wait
-    fp64=epilogue_vec,fp8_digits,residue_parts,zero_signs_parts,byte_convert,pairs_in_place,residue_quarters,quarter_products,byte_unreduced
     stage fft_1024 35 python3 -m bench.fft --cubes 1024 --batches 65536x1024 --sizes --repeats 2 --out "$W/fft_1024.json"
-    stage fft_fp64mod 35 env OZAKI_NEW_KERNELS=$fp64 python3 -m bench.fft --cubes 1024 --batches 65536x1024 --sizes \
+    stage fft_fp64mod 35 env OZAKI_NEW_KERNELS=$(without_int_mod) python3 -m bench.fft --cubes 1024 --batches 65536x1024 --sizes \
         --repeats 2 --out "$W/fft_fp64mod.json"
     stage fft_table 30 python3 -m bench.fft --cubes 256 512 --batches 4096x1024 --sizes 65536 1048576 --repeats 2 \
         --out "$W/fft_table.json"
-elif [ "$profile" = s20b ]; then
-    # the defaults of run 70d50c8's findings (quarter turns from 65536 rows, byte_unreduced) and
-    # the residue GEMM's integer reduction (residue_int_mod), its tests on both builds
-    gpu_tests gpu_backend 160 tests/backends/test_cupy_backend.py -k "epilogue or complex or residues_of_parts or same_bits" &
-    gpu_tests gpu_fft 160 tests/fft/test_fft_gpu.py -k "same_bits or quarter" &
-    gpu_tests gpu_residue 160 tests/backends/test_residue_gemm.py tests/backends/test_fused.py -k "residue or path" &
-    wait
-    # the defaults now but residue_int_mod (s20a timed the others on and off)
-    fp64=epilogue_vec,fp8_digits,residue_parts,zero_signs_parts,byte_convert,pairs_in_place,residue_quarters,quarter_products,byte_unreduced
-    stage fft_table 70 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 65536x1024 \
-        --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft_table.json"
-    stage fft_1024 40 python3 -m bench.fft --cubes 1024 --sizes --repeats 2 --out "$W/fft_1024.json"
-    stage fft_fp64mod 35 env OZAKI_NEW_KERNELS=$fp64 python3 -m bench.fft --cubes 1024 --batches 65536x1024 --sizes \
-        --repeats 2 --out "$W/fft_fp64mod.json"
-    gemm="--sizes 2048 4096 --shapes 256x256x256x256 16x1024x1024x1024 --families normal complex --no-emulated --samples 2 --repeats 5 --modes accurate --paths cutlass"
-    stage gemm 30 python3 -m bench.gemm $gemm --out "$W/gemm.json"
-    stage gemm_fp64mod 30 env OZAKI_NEW_KERNELS=$fp64 python3 -m bench.gemm $gemm --out "$W/gemm_fp64mod.json"
 elif [ "$profile" = s20a ]; then
     gpu_tests gpu_quarter 150 tests/backends/test_cupy_backend.py tests/fft/test_fft_gpu.py \
         -k "interleaved_into_views or quarter_turns or butterfly4 or epilogue_kernel"
