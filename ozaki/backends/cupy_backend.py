@@ -695,7 +695,6 @@ def _moduli_arrays(m, device, repeat=1, integer=False):
     return cupy.asarray(ps), cupy.asarray(1.0 / ps)
 
 
-
 def gemm_residues(Ra, Rbt, m, batch=1):
     """The residues mod p_i of the int8 products: int8 (b, batch*m_, k), (b, batch*n, k)
     -> int8 (batch, b, m_, n), entry r with r = (Ra[i] Rbt[i]^T)[.] mod p_i, |r| <= p_i / 2,

@@ -20,8 +20,12 @@ def reduction(request, monkeypatch):
     defines = (("INTEGER_MOD", 1),) if request.param == "integer" else ()
     assert cupy_backend.residue_gemm_defines() == defines
     yield request.param
-    # the build asked for is the one that ran (loaded under its own key)
-    assert "lib" in cupy_backend._RESIDUE_GEMM[defines] or "why" in cupy_backend._RESIDUE_GEMM[defines]
+    # the build asked for is the one that ran (loaded under its own key), where one could run
+    # (on other GPUs the library is refused before any key is set; "why": it could not load)
+    import cupy
+    known = cupy_backend._RESIDUE_GEMM[defines]
+    if cupy.cuda.Device().compute_capability == "90" and "why" not in known:
+        assert "lib" in known
 
 
 def residue_gemm_backend():
