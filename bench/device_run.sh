@@ -181,11 +181,13 @@
 #             kernel and the FFT at the twentieth session's defaults; fftn 1024^3's kernels; issue
 #             16's table; issue 11's products on "auto" with both reductions; the quarter turns' residue
 #             GEMM under ncu (about 580 s)
+#   s21b      (branch gpu-next) the quarter residues' launch bounds at 2 blocks an SM against 3: their
+#             GPU tests, fftn 1024^3's kernels and the FFT both ways (about 330 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21a|s21b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -511,6 +513,20 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
     stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
     stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
         --repeats 2 --out "$W/fft_1024_one_product.json"
+elif [ "$profile" = s21b ]; then
+    # (branch gpu-next) the quarter residues' launch bounds at 2 blocks an SM (128 registers, no
+    # spills) against 3 (80, 1,360 bytes of local loads): their GPU tests at 2, then fftn
+    # 1024^3's kernels and the FFT both ways (about 330 s)
+    export OZAKI_RESIDUES_QUARTER_BLOCKS=2
+    gpu_tests gpu_quarter_residues 120 tests/fft/test_fft_gpu.py tests/backends/test_cupy_backend.py \
+        -k "residues_of_parts or quarter_turns"
+    for b in 3 2; do
+        export OZAKI_RESIDUES_QUARTER_BLOCKS=$b
+        stage "kernels_fftn_1024_blocks$b" 60 python3 -m bench.kernel_times fftn 1024 --top 8
+        stage "fft_blocks$b" 45 python3 -m bench.fft --cubes 1024 --batches 65536x1024 --sizes --repeats 2 \
+            --out "$W/fft_blocks$b.json"
+    done
+    unset OZAKI_RESIDUES_QUARTER_BLOCKS
 elif [ "$profile" = s21a ]; then
     # what run 4e93d24 (s20c) could not reach: every GPU test of the backend and the FFT at the
     # twentieth session's defaults (the quarter turns' same bits with the integer reduction and

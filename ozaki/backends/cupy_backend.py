@@ -201,6 +201,13 @@ def _count_env(name, default=None):
 
 
 RESIDUE_UNROLL = _count_env("OZAKI_RESIDUE_UNROLL")       # None: the register rule; 0: all moduli
+# Blocks of 256 threads an SM that the wide QUARTERS build's launch bounds ask for (residues.cu
+# RESIDUES_BLOCKS): at 3, the wide builds' count, it spills (25 moduli: 80 registers, 1,360
+# bytes of local loads in its SASS); at 2 it does not (128).  Not measured yet: device_run's
+# s21b times both (OZAKI_RESIDUES_QUARTER_BLOCKS=2).
+RESIDUES_QUARTER_BLOCKS = _count_env("OZAKI_RESIDUES_QUARTER_BLOCKS", 3)
+if RESIDUES_QUARTER_BLOCKS == 0:
+    raise ValueError("OZAKI_RESIDUES_QUARTER_BLOCKS must be at least 1 (blocks an SM)")
 
 
 def _num_regs(kern):
@@ -212,6 +219,8 @@ def _residues_kernel(m, wide, device, unroll, parts=1, quarters=False):
     """residues.cu's kernel for m moduli (``unroll``: RESIDUE_UNROLL; ``parts``: PARTS;
     ``quarters``: QUARTERS)."""
     defines = (("NMOD", m), ("WIDE_DIGITS", int(wide)), ("PARTS", parts)) + ((("QUARTERS", 1),) if quarters else ())
+    if quarters and wide and RESIDUES_QUARTER_BLOCKS != 3:
+        defines += (("RESIDUES_BLOCKS", RESIDUES_QUARTER_BLOCKS),)
     if unroll is not None:
         return _kernel("residues.cu", "residues", defines + (("MODULI_UNROLL", min(unroll, m) or m),), device, (m,))
     kern = _kernel("residues.cu", "residues", defines + (("MODULI_UNROLL", m),), device, (m,))

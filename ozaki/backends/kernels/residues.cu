@@ -269,8 +269,14 @@ __device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)
 // Three blocks of 256 threads (cupy_backend._grid) an SM for the wide build: at its
 // 94-96 registers only two fit (25% occupancy, 22 moduli at n = 8192 under ncu, run
 // f282980: latency-bound, 59% of issue slots busy; the narrow build, 72 registers, 37.5%).
+// RESIDUES_BLOCKS sets another count (cupy_backend's OZAKI_RESIDUES_QUARTER_BLOCKS, for the
+// QUARTERS build, which spills at 3: 80 registers, 168 / 1,360 bytes of local stores / loads
+// at 25 moduli; at 2, 128 registers and none, ptxas 13.0, bench.sass).
+#ifndef RESIDUES_BLOCKS
+#define RESIDUES_BLOCKS 3
+#endif
 #if WIDE_DIGITS
-#define RESIDUES_BOUNDS __launch_bounds__(256, 3)
+#define RESIDUES_BOUNDS __launch_bounds__(256, RESIDUES_BLOCKS)
 #else
 #define RESIDUES_BOUNDS
 #endif
