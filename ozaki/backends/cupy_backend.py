@@ -31,6 +31,7 @@ Kernels are CUDA source files beside this module, compiled on first use and
 memoized per device; everything runs on the current CuPy stream.
 """
 
+import collections
 import ctypes
 import functools
 import math
@@ -215,10 +216,12 @@ def _num_regs(kern):
 
 
 @functools.lru_cache(maxsize=None)
-def _residues_kernel(m, wide, device, unroll, parts=1, quarters=False):
+def _residues_kernel(m, wide, device, unroll, parts=1, quarters=False, lane_pairs=False):
     """residues.cu's kernel for m moduli (``unroll``: RESIDUE_UNROLL; ``parts``: PARTS;
-    ``quarters``: QUARTERS)."""
+    ``quarters``: QUARTERS; ``lane_pairs``: LANE_PAIRS)."""
     defines = (("NMOD", m), ("WIDE_DIGITS", int(wide)), ("PARTS", parts)) + ((("QUARTERS", 1),) if quarters else ())
+    if lane_pairs:
+        defines += (("LANE_PAIRS", 1),)
     if quarters and wide and RESIDUES_QUARTER_BLOCKS != 3:
         defines += (("RESIDUES_BLOCKS", RESIDUES_QUARTER_BLOCKS),)
     if unroll is not None:
@@ -247,8 +250,10 @@ def _launch_residues(x, x_im, ld, beta, width, m, nearest, parts, quarter=None, 
     rows, k = x.shape
     kpad = _padded(k)
     out = cupy.empty((parts + parts // 2, m, rows, kpad), dtype=cupy.int8)
-    kern = _residues_kernel(m, _wide_digits(m, width, k), _device(), RESIDUE_UNROLL, parts, quarter is not None)
-    grid, block = _grid(rows * kpad * parts // 8)
+    pairs = parts == 2 and _new_kernel("residue_lane_pairs")      # two lanes a thread's work
+    kern = _residues_kernel(m, _wide_digits(m, width, k), _device(), RESIDUE_UNROLL, parts, quarter is not None,
+                            pairs)
+    grid, block = _grid(rows * kpad * parts // (4 if pairs else 8))
     kern(grid, block, (x, np.int64(ld), np.int64(rows), np.int64(k),
                        np.int64(kpad), cupy.ascontiguousarray(beta, dtype=cupy.int64),
                        np.int32(width or 0), np.int32(bool(nearest)), _pow2(m, _device()), out, x_im,
@@ -467,7 +472,8 @@ def flags_found(flags_a, flags_b, host=True):
 #                     2,100 (ptxas 13.0).  fftn 1024^3 808.7 -> 745.7 ms, a batch of 65536 x 1024
 #                     17.08 -> 15.67, in one call (the same difference to cuFFT to every digit)
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
-               "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced", "residue_int_mod")
+               "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced", "residue_int_mod",
+               "residue_lane_pairs")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "byte_convert", "pairs_in_place",
                   "residue_quarters", "quarter_products", "byte_unreduced", "residue_int_mod")
 
@@ -643,13 +649,14 @@ RESIDUE_GEMM_CUBLAS_SIDE = 4096
 
 
 # Per build (residue_gemm_defines()): "lib": the loaded library, or "why": why it cannot load.
-_RESIDUE_GEMM = {(): {}, (("INTEGER_MOD", 1),): {}}
-
+_RESIDUE_GEMM = collections.defaultdict(dict)
 
 def residue_gemm_defines():
     """The residue GEMM's build: its epilogue's modular reduction on the integer pipes
-    (residue_gemm.cu INTEGER_MOD, NEW_KERNELS residue_int_mod) or on the FP64 pipe."""
-    return (("INTEGER_MOD", 1),) if _new_kernel("residue_int_mod") else ()
+    (residue_gemm.cu INTEGER_MOD, NEW_KERNELS residue_int_mod) or on the FP64 pipe, and
+    its tile (native.residue_gemm_tile_defines: OZAKI_RESIDUE_GEMM_TILE)."""
+    return (((("INTEGER_MOD", 1),) if _new_kernel("residue_int_mod") else ())
+            + native.residue_gemm_tile_defines())
 
 
 def _residue_gemm_library(build=True):

@@ -31,6 +31,22 @@ FLAGS = ("-std=c++17", "-O3", "-arch=sm_90a", "-shared", "-Xcompiler", "-fPIC", 
          "-DNDEBUG")
 
 
+# The residue GEMM's tiles (kernels/residue_gemm.cu TILE_M, TILE_N, PINGPONG), as build
+# defines: 256 x 128 cooperative, the fastest when the FFT's products ran at K = 1024 (run
+# 3ca144a, H200); the quarter turns' K = 256 products and the integer reduction came later.
+RESIDUE_GEMM_TILES = {"256x128": (), "128x256": (("TILE_M", 128), ("TILE_N", 256)),
+                      "128x128-pingpong": (("TILE_M", 128), ("TILE_N", 128), ("PINGPONG", 1))}
+
+
+def residue_gemm_tile_defines():
+    """The defines of the residue GEMM's tile: $OZAKI_RESIDUE_GEMM_TILE (read at each call),
+    a key of RESIDUE_GEMM_TILES, by default 256x128."""
+    tile = os.environ.get("OZAKI_RESIDUE_GEMM_TILE", "256x128")
+    if tile not in RESIDUE_GEMM_TILES:
+        raise ValueError(f"OZAKI_RESIDUE_GEMM_TILE must be one of {', '.join(RESIDUE_GEMM_TILES)}; not {tile!r}")
+    return RESIDUE_GEMM_TILES[tile]
+
+
 class NativeUnavailable(RuntimeError):
     """A native library cannot be built or loaded here (the message says why)."""
 

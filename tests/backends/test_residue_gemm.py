@@ -14,10 +14,11 @@ pytestmark = pytest.mark.gpu
 def reduction(request, monkeypatch):
     """Every test on both builds: the epilogue's reduction on the integer pipes
     (INTEGER_MOD, NEW_KERNELS residue_int_mod) and on the FP64 pipe."""
-    from ozaki.backends import cupy_backend
+    from ozaki.backends import cupy_backend, native
     on = [n for n in cupy_backend.NEW_KERNELS_ON if n != "residue_int_mod"]
     monkeypatch.setenv("OZAKI_NEW_KERNELS", ",".join(on + (["residue_int_mod"] if request.param == "integer" else [])))
-    defines = (("INTEGER_MOD", 1),) if request.param == "integer" else ()
+    # at the tile OZAKI_RESIDUE_GEMM_TILE names (device_run's s21b runs these tests at each)
+    defines = ((("INTEGER_MOD", 1),) if request.param == "integer" else ()) + native.residue_gemm_tile_defines()
     assert cupy_backend.residue_gemm_defines() == defines
     yield request.param
     # the build asked for is the one that ran (loaded under its own key), where one could run

@@ -239,7 +239,9 @@ def test_butterfly4_kernel_matches_numpy(rng, monkeypatch, m):
         want = numpy_backend.residues_of_parts([x, y], beta, None, m, quarter=sign)
         d = cupy.asarray(xy)
         pairs = cupy.asarray(x + 1j * y).view(cupy.float64)
-        for kernels in ("all", "residue_parts"):
+        # all: the butterflies formed in the residue pass on lane pairs (LANE_PAIRS); then on
+        # a lane each; then by butterfly4 after the pass
+        for kernels in ("all", "residue_parts,residue_quarters", "residue_parts"):
             monkeypatch.setenv("OZAKI_NEW_KERNELS", kernels)
             for parts in ([d[:, :1024], d[:, 1024:]], [pairs[:, 0::2], pairs[:, 1::2]]):
                 got = cupy_backend.residues_of_parts(parts, cupy.asarray(beta), None, m, quarter=sign)

@@ -39,7 +39,11 @@ using namespace cute;
 
 // The tile: 256 x 128 outputs on two cooperative consumer warpgroups, 128 inner bytes a
 // stage.  The fastest of three builds measured on the H200 (run 3ca144a: against 128 x 128
-// cooperative and 128 x 128 ping-pong) on every shape tried, square and FFT stages alike.
+// cooperative and 128 x 128 ping-pong) on every shape tried, square and FFT stages alike,
+// when the FFT's products ran at K = 1024 and the epilogue reduced on the FP64 pipe.
+// PINGPONG 1: two consumer warpgroups on tiles of their own, one's epilogue beside the
+// other's mainloop (the quarter turns' K = 256 leaves a tile's mainloop as short as its
+// epilogue).  cupy_backend.RESIDUE_GEMM_TILE picks a build (OZAKI_RESIDUE_GEMM_TILE).
 #ifndef TILE_M
 #define TILE_M 256
 #endif
@@ -48,6 +52,9 @@ using namespace cute;
 #endif
 #ifndef TILE_K
 #define TILE_K 128
+#endif
+#ifndef PINGPONG
+#define PINGPONG 0
 #endif
 
 namespace ozaki {
@@ -98,6 +105,13 @@ using LayoutA = cutlass::layout::RowMajor;       // (M, K), K contiguous
 using LayoutB = cutlass::layout::ColumnMajor;    // (K, N) stored as B^T (N, K), K contiguous
 using LayoutD = cutlass::layout::RowMajor;       // (M, N)
 constexpr int kAlign = 16;                       // int8 elements per 16 bytes
+#if PINGPONG
+using MainloopSchedule = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
+using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecialized;
+#else
+using MainloopSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecializedCooperative;
+#endif
 
 #if INTEGER_MOD
 // D = SymmetricMod(acc, -p[l], m[l], c[l]): the accumulator and three per-batch int32 scalars,
@@ -118,13 +132,13 @@ using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
     cutlass::epilogue::collective::EpilogueTileAuto, int32_t, double,
     void, LayoutD, kAlign, int8_t, LayoutD, kAlign,
-    cutlass::epilogue::TmaWarpSpecializedCooperative, Residue>::CollectiveOp;
+    EpilogueSchedule, Residue>::CollectiveOp;
 
 using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, int8_t, LayoutA, kAlign, int8_t, LayoutB, kAlign,
     int32_t, TileShape, ClusterShape,
     cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
-    cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+    MainloopSchedule>::CollectiveOp;
 
 using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop, Epilogue>;
 using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
