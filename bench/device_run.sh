@@ -181,9 +181,9 @@
 #             kernel and the FFT at the twentieth session's defaults; fftn 1024^3's kernels; issue
 #             16's table; issue 11's products on "auto" with both reductions; the quarter turns' residue
 #             GEMM under ncu (about 580 s)
-#   s21b      (branch gpu-next) the quarter residues' launch bounds at 2 blocks an SM against 3: their
-#             GPU tests, fftn 1024^3's kernels and the FFT both ways; the residue GEMM's tiles (128 x
-#             128 ping-pong, 128 x 256, 256 x 128): tests, FFT and GEMM (about 520 s)
+#   s21b      the two-part residue pass at 2 blocks an SM and on lane pairs against the defaults:
+#             GPU tests, fftn 1024^3's kernels and the batches; the residue GEMM's tiles (128 x 128
+#             ping-pong, 128 x 256, 256 x 128): tests, FFT batches and issue 11's GEMMs (about 560 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
@@ -515,31 +515,35 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
     stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
         --repeats 2 --out "$W/fft_1024_one_product.json"
 elif [ "$profile" = s21b ]; then
-    # (branch gpu-next) two experiments at the defaults otherwise (about 520 s):
-    # - the quarter residues' launch bounds at 2 blocks an SM (128 registers, no spills) against
-    #   3 (80, 1,360 bytes of local loads): their GPU tests at 2, then fftn 1024^3's kernels and
-    #   the FFT both ways;
+    # two experiments at the defaults otherwise (about 560 s):
+    # - the two-part residue pass: its quarter build's launch bounds at 2 blocks an SM (128
+    #   registers, no spills) and lane pairs (LANE_PAIRS: 80 registers at 3, no spills, no parked
+    #   bytes) against the defaults (3 blocks: 80 registers, 1,360 bytes of local loads): their
+    #   GPU tests, then fftn 1024^3's kernels and the batches in each arm;
     # - the residue GEMM's tiles (OZAKI_RESIDUE_GEMM_TILE): 128 x 128 ping-pong and 128 x 256
-    #   against 256 x 128: each one's residue GEMM tests, the FFT's quarter products and issue
-    #   11's products on "auto"
-    export OZAKI_RESIDUES_QUARTER_BLOCKS=2
-    gpu_tests gpu_quarter_residues 100 tests/fft/test_fft_gpu.py tests/backends/test_cupy_backend.py \
-        -k "residues_of_parts or quarter_turns"
-    for b in 3 2; do
-        export OZAKI_RESIDUES_QUARTER_BLOCKS=$b
-        stage "kernels_fftn_1024_blocks$b" 50 python3 -m bench.kernel_times fftn 1024 --top 8
-        stage "fft_blocks$b" 40 python3 -m bench.fft --cubes 1024 --batches 65536x1024 --sizes --repeats 2 \
-            --out "$W/fft_blocks$b.json"
+    #   against 256 x 128: the new tiles' residue GEMM tests, the FFT's quarter products
+    #   (65536-row batches) and issue 11's products on "auto" at each
+    pairs=$(python3 -c "from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; print(','.join(on + ('residue_lane_pairs',)))")
+    OZAKI_RESIDUES_QUARTER_BLOCKS=2 gpu_tests gpu_quarter_residues 80 tests/fft/test_fft_gpu.py \
+        tests/backends/test_cupy_backend.py -k "residues_of_parts or quarter_turns or butterfly4"
+    for arm in base blocks2 pairs; do
+        case $arm in
+            base) env=() ;;
+            blocks2) env=(OZAKI_RESIDUES_QUARTER_BLOCKS=2) ;;
+            pairs) env=(OZAKI_NEW_KERNELS=$pairs) ;;
+        esac
+        stage "kernels_fftn_1024_$arm" 50 env "${env[@]}" python3 -m bench.kernel_times fftn 1024 --top 8
+        stage "fft_$arm" 25 env "${env[@]}" python3 -m bench.fft --cubes --batches 4096x1024 65536x1024 --sizes \
+            --repeats 3 --out "$W/fft_$arm.json"
     done
-    unset OZAKI_RESIDUES_QUARTER_BLOCKS
-    gemm="--sizes 1024 2048 4096 8192 --shapes 4096x64x64x64 256x256x256x256 16x1024x1024x1024 --families normal --no-emulated --samples 2 --repeats 5 --modes accurate"
+    gemm="--sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 16x1024x1024x1024 --families normal --no-emulated --samples 2 --repeats 5 --modes accurate"
     for t in 256x128 128x128-pingpong 128x256; do
         export OZAKI_RESIDUE_GEMM_TILE=$t
         python3 -m ozaki build >> "$W/build.txt" 2>&1
-        gpu_tests "gpu_tile_$t" 40 tests/backends/test_residue_gemm.py
-        stage "fft_tile_$t" 45 python3 -m bench.fft --cubes 256 1024 --batches 4096x1024 65536x1024 --sizes \
-            --repeats 2 --out "$W/fft_tile_$t.json"
-        stage "gemm_tile_$t" 40 python3 -m bench.gemm $gemm --out "$W/gemm_tile_$t.json"
+        [ $t != 256x128 ] && gpu_tests "gpu_tile_$t" 35 tests/backends/test_residue_gemm.py
+        stage "fft_tile_$t" 25 python3 -m bench.fft --cubes 256 --batches 4096x1024 65536x1024 --sizes \
+            --repeats 3 --out "$W/fft_tile_$t.json"
+        stage "gemm_tile_$t" 35 python3 -m bench.gemm $gemm --out "$W/gemm_tile_$t.json"
     done
     unset OZAKI_RESIDUE_GEMM_TILE
 elif [ "$profile" = s21a ]; then
