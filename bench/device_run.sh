@@ -525,15 +525,17 @@ elif [ "$profile" = s21b ]; then
     pairs=$(python3 -c "from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; print(','.join(on + ('residue_lane_pairs',)))")
     OZAKI_RESIDUES_QUARTER_BLOCKS=2 gpu_tests gpu_quarter_residues 80 tests/fft/test_fft_gpu.py \
         tests/backends/test_cupy_backend.py -k "residues_of_parts or quarter_turns or butterfly4"
-    for arm in base blocks2 pairs; do
+    for arm in base blocks2 pairs pairs_rows0; do
         case $arm in
             base) env=() ;;
             blocks2) env=(OZAKI_RESIDUES_QUARTER_BLOCKS=2) ;;
             pairs) env=(OZAKI_NEW_KERNELS=$pairs) ;;
+            pairs_rows0) env=(OZAKI_NEW_KERNELS=$pairs OZAKI_QUARTER_ROWS_MIN=0) ;;   # the quarter turns at any rows
         esac
-        stage "kernels_fftn_1024_$arm" 50 env "${env[@]}" python3 -m bench.kernel_times fftn 1024 --top 8
-        stage "fft_$arm" 25 env "${env[@]}" python3 -m bench.fft --cubes --batches 4096x1024 65536x1024 --sizes \
-            --repeats 3 --out "$W/fft_$arm.json"
+        [ $arm = base ] || [ $arm = pairs ] && \
+            stage "kernels_fftn_1024_$arm" 50 env "${env[@]}" python3 -m bench.kernel_times fftn 1024 --top 8
+        stage "fft_$arm" 25 env "${env[@]}" python3 -m bench.fft --cubes --batches 4096x1024 16384x1024 65536x1024 \
+            32768x2048 --sizes --repeats 3 --out "$W/fft_$arm.json"
     done
     gemm="--sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 16x1024x1024x1024 --families normal --no-emulated --samples 2 --repeats 5 --modes accurate"
     for t in 256x128 128x128-pingpong 128x256; do

@@ -327,7 +327,8 @@ QUARTER_MIN = 1024
 # in blocks of exactly 65536 rows (fftn 1024^3's axes, batches of 65536 rows or a multiple),
 # and longer ones never: 32768-row blocks of 2048 points were not measured (2048 x 2048: 3.40
 # against 2.48).
-QUARTER_ROWS_MIN = 65536
+# OZAKI_QUARTER_ROWS_MIN sets another (device_run s21b: the quarter turns at any rows).
+QUARTER_ROWS_MIN = _count_env("OZAKI_QUARTER_ROWS_MIN", 65536)
 
 
 def butterfly4(re, im, m, sign):
