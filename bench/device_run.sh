@@ -179,7 +179,7 @@
 #             float64 reduction, a short FFT table
 #   s21a      every GPU test of the backend, the residue GEMM, the fused kernel and the FFT at the
 #             defaults (three processes); fftn 1024^3's kernels; issue 16's table; issue 11's
-#             products on "auto"; the quarter turns' residue GEMM under ncu (about 560 s)
+#             products on "auto" (about 500 s)
 #   s21b      the two-part residue pass at 2 blocks an SM and on lane pairs against the defaults:
 #             GPU tests, fftn 1024^3's kernels and the batches; the residue GEMM's tiles (128 x 128
 #             ping-pong, 128 x 256, 256 x 128): tests, FFT batches and issue 11's GEMMs (about 560 s)
@@ -551,8 +551,8 @@ elif [ "$profile" = s21a ]; then
     # what run 4e93d24 (s20c) could not reach: every GPU test of the backend and the FFT at the
     # twentieth session's defaults (the quarter turns' same bits with the integer reduction and
     # the unreduced differences among them); fftn 1024^3's kernels after the integer reduction;
-    # issue 16's whole table; issue 11's products on "auto"; the quarter turns' residue GEMM
-    # under ncu (about 560 s)
+    # issue 16's whole table; issue 11's products on "auto" (about 500 s; the residue GEMM's
+    # tiles are s21b's)
     gpu_tests gpu_backend 240 tests/backends/test_cupy_backend.py &
     gpu_tests gpu_residue 240 tests/backends/test_residue_gemm.py tests/backends/test_fused.py &
     gpu_tests gpu_fft 240 tests/fft/test_fft_gpu.py &
@@ -562,10 +562,6 @@ elif [ "$profile" = s21a ]; then
         --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft_table.json"
     gemm="--sizes 1024 2048 4096 8192 --shapes 4096x64x64x64 256x256x256x256 16x1024x1024x1024 --families normal complex --no-emulated --samples 4 --repeats 5 --modes accurate"
     stage gemm 60 python3 -m bench.gemm $gemm --out "$W/gemm.json"
-    # what bounds the quarter turns' residue GEMMs (K = 256) after the integer reduction
-    stage ncu_residues_gemm 60 ncu --clock-control none -k regex:device_kernel --launch-skip 6 --launch-count 2 \
-        --section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
-        --section WarpStateStats --section Occupancy python3 -m bench.fft --cubes --batches 65536x1024 --sizes --repeats 1
 elif [ "$profile" = s20c ]; then
     # the budget left (about 240 s): the GPU tests of the changes, then fftn 1024^3 and a long
     # batch with the residue GEMM's integer reduction and with its float64 one
