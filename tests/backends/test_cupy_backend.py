@@ -287,6 +287,10 @@ def test_residues_of_parts_kernel(rng, monkeypatch, m, width, nearest, lane_pair
     from ozaki.backends import cupy_backend, numpy_backend
     one = "residue_parts,residue_lane_pairs" if lane_pairs else "residue_parts"
     monkeypatch.setenv("OZAKI_NEW_KERNELS", one)
+    if lane_pairs and m > cupy_backend.RESIDUE_PARTS_MAX_MODULI:
+        pytest.skip("a pass a part: no two-part build to put on lane pairs")
+    builds, kernel = [], cupy_backend._residues_kernel         # (PARTS, LANE_PAIRS) of each pass
+    monkeypatch.setattr(cupy_backend, "_residues_kernel", lambda *a: builds.append((a[4], a[6])) or kernel(*a))
     re, beta = inputs.residue_rows(rng)
     im = inputs.residue_rows(rng)[0][::-1]
     rows, k = re.shape
@@ -298,8 +302,10 @@ def test_residues_of_parts_kernel(rng, monkeypatch, m, width, nearest, lane_pair
     one_pass = m <= cupy_backend.RESIDUE_PARTS_MAX_MODULI       # (PARTS 2 spills past it)
     for name, parts, b in (("halves", [joined[:, :k], joined[:, k:]], beta),
                            ("reversed", [joined[::-1, :k], joined[::-1, k:]], beta[::-1])):
+        builds.clear()
         got = cupy_backend.residues_of_parts(parts, cupy.asarray(np.ascontiguousarray(b)), width, m, nearest)
         assert bool(sums) != one_pass, name
+        assert builds == ([(2, lane_pairs)] if one_pass else [(1, False)] * 2), (name, builds)
         sums.clear()
         assert len(got) == 3, name
         for g, w in zip(got, want):

@@ -225,8 +225,13 @@ def test_butterfly4_kernel_matches_numpy(rng, monkeypatch, m):
         got = cupy_backend.butterfly4(cupy.asarray(re), cupy.asarray(im), m, sign)
         want = numpy_backend.butterfly4(re, im, m, sign)
         assert all(np.array_equal(g.get(), w) for g, w in zip(got, want))
-    x = rng.standard_normal((9, 1024)) * 2.0 ** rng.integers(-20, 20, (9, 1024))
-    y = rng.standard_normal((9, 1024))
+    # rows whose digits take each of the pass's three ways at beta = -80: shifts up to 24
+    # (three pieces), 25..76 (five pieces, the wide builds; else the table) and past 76 (the
+    # table), and rows of all three mixed, within a column's eight digits too
+    scale = np.array([-10, -10, 10, 10, 60, 60, 0, 0, 0])[:, None]
+    mixed = np.arange(9)[:, None] >= 6
+    x = rng.standard_normal((9, 1024)) * 2.0 ** (scale + np.where(mixed, rng.integers(-30, 60, (9, 1024)), 0))
+    y = rng.standard_normal((9, 1024)) * 2.0 ** (scale + np.where(mixed, rng.integers(-30, 60, (9, 1024)), 0))
     beta = np.full(9, -80, dtype=np.int64)
     parts = cupy_backend.residues_of_parts([cupy.asarray(x), cupy.asarray(y)], cupy.asarray(beta), None, m)
     got = cupy_backend.butterfly4(parts[0], parts[1], m, -1)
@@ -235,21 +240,28 @@ def test_butterfly4_kernel_matches_numpy(rng, monkeypatch, m):
     assert all(np.array_equal(g.get(), w) for g, w in zip(got, want))
     # formed in the residue pass (residues.cu QUARTERS) and after it, halves of [Re | Im] rows
     xy = np.concatenate([x, y], axis=1)
+    builds, kernel = [], cupy_backend._residues_kernel
+    monkeypatch.setattr(cupy_backend, "_residues_kernel",
+                        lambda *a: builds.append((a[5], a[6])) or kernel(*a))
     for sign in (-1, 1):
         want = numpy_backend.residues_of_parts([x, y], beta, None, m, quarter=sign)
         d = cupy.asarray(xy)
         pairs = cupy.asarray(x + 1j * y).view(cupy.float64)
         # all: the butterflies formed in the residue pass on lane pairs (LANE_PAIRS); then on
         # a lane each; then by butterfly4 after the pass
-        for kernels in ("all", "residue_parts,residue_quarters", "residue_parts"):
+        for kernels, build in (("all", (True, True)), ("residue_parts,residue_quarters", (True, False)),
+                               ("residue_parts", (False, False))):
             monkeypatch.setenv("OZAKI_NEW_KERNELS", kernels)
             for parts in ([d[:, :1024], d[:, 1024:]], [pairs[:, 0::2], pairs[:, 1::2]]):
+                builds.clear()
                 got = cupy_backend.residues_of_parts(parts, cupy.asarray(beta), None, m, quarter=sign)
                 assert all(np.array_equal(g.get(), w) for g, w in zip(got, want)), (sign, kernels)
+                assert builds == [build], (kernels, builds)       # (QUARTERS, LANE_PAIRS) as asked
 
 
+@pytest.mark.parametrize("kernels", ["defaults", "all"])
 @pytest.mark.parametrize("path", ["auto", "fused", "cublas", "cutlass"])
-def test_quarter_turns_same_bits_as_cpu(rng, monkeypatch, path):
+def test_quarter_turns_same_bits_as_cpu(rng, monkeypatch, path, kernels):
     """Direct products with the quarter turns (scheme._quarter_product) on every product path,
     whole and blocked over rows: the CPU's bits, which are the one-product bits
     (tests/fft/test_fft.py), and the quarter-turn path ran on the GPU (from its
@@ -260,7 +272,8 @@ def test_quarter_turns_same_bits_as_cpu(rng, monkeypatch, path):
     from ozaki import scheme
     import inspect
     from ozaki.backends import cupy_backend
-    monkeypatch.setenv("OZAKI_NEW_KERNELS", "all")       # quarter_products, residue_quarters, ...
+    # the defaults (quarter_products, residue_quarters, ...) and every new kernel (lane pairs)
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", "all" if kernels == "all" else ",".join(cupy_backend.NEW_KERNELS_ON))
     monkeypatch.setattr(cupy_backend, "QUARTER_ROWS_MIN", 0)     # these rows are fewer
     calls, run = [], scheme._quarter_product
 
