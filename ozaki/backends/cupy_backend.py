@@ -203,9 +203,9 @@ def _count_env(name, default=None):
 
 RESIDUE_UNROLL = _count_env("OZAKI_RESIDUE_UNROLL")       # None: the register rule; 0: all moduli
 # Blocks of 256 threads an SM that the wide QUARTERS build's launch bounds ask for (residues.cu
-# RESIDUES_BLOCKS): at 3, the wide builds' count, it spills (25 moduli: 80 registers, 1,360
-# bytes of local loads in its SASS); at 2 it does not (128).  Not measured yet: device_run's
-# s21b times both (OZAKI_RESIDUES_QUARTER_BLOCKS=2).
+# RESIDUES_BLOCKS): at 3, the wide builds' count, it spills (25 moduli: 80 registers, 968
+# bytes of local loads in its SASS, ptxas 13.0); at 2 it does not (128).  device_run's s21b
+# times both (OZAKI_RESIDUES_QUARTER_BLOCKS=2), and lane pairs (no spills at 3).
 RESIDUES_QUARTER_BLOCKS = _count_env("OZAKI_RESIDUES_QUARTER_BLOCKS", 3)
 if RESIDUES_QUARTER_BLOCKS == 0:
     raise ValueError("OZAKI_RESIDUES_QUARTER_BLOCKS must be at least 1 (blocks an SM)")

@@ -14,10 +14,11 @@
 // row; k for a single row.  Rows may overlap: they are only read.  out has shape
 // (NMOD, rows, kpad), row-major (PARTS 2: three such stacks, see PARTS); columns
 // k..kpad-1 are zero so that the int8 GEMMs can run on a padded inner dimension.  Each
-// thread does eight consecutive columns of one row (PARTS 2: four of each part) and writes
-// their eight bytes per modulus (in two four-byte halves on the five-piece path): one read
-// of x, one write of every residue (PARTS 2 and five pieces: the real half's bytes read
-// back by the thread that wrote them).
+// thread does eight consecutive columns of one row (PARTS 2: four of each part; LANE_PAIRS:
+// a pair of lanes does them, four digits each) and writes their eight bytes per modulus (in
+// two four-byte halves on the five-piece path): one read of x, one write of every residue
+// (PARTS 2 and five pieces without LANE_PAIRS: the real half's bytes read back by the thread
+// that wrote them).
 //
 // Compile-time: NMOD and the constant tables MOD_P, MOD_INV and MOD_ROW (p, 1/p,
 // 2**(26 j) mod p for j = 1..4) from cupy_backend._constant_tables; the modular
@@ -68,9 +69,11 @@
 // shares a thread's PARTS 2 work, the even lane the real part's COLS digits and the odd lane
 // the imaginary part's; each modulus' four bytes pass to the other lane by one shuffle, and
 // each lane stores half of the outputs (QUARTERS: z_0, z_1 and z_2, z_3; else the real part
-// and the sums, and the imaginary part).  So no lane holds more than four digits (the wide
-// QUARTERS build spilled eight at its launch bounds) and the five-piece path parks no bytes in
-// global memory for the imaginary half.
+// and the sums, and the imaginary part).  So no lane holds more than four digits (a thread of
+// the wide QUARTERS build holds eight and spills under its launch bounds: 88 / 968 bytes of
+// local stores / loads at 25 moduli; on lane pairs none, 80 registers, ptxas 13.0) and the
+// five-piece path parks no bytes in global memory for the imaginary half.  The pair mask
+// assumes one-dimensional blocks of an even size (cupy_backend._grid's 256).
 #ifndef LANE_PAIRS
 #define LANE_PAIRS 0
 #endif
@@ -206,7 +209,9 @@ __device__ __forceinline__ signed char add_mod(int a, int b, int p, int h) {
 // COLS .. 2 COLS - 1 the imaginary part's, into the first and the second stack (NMOD
 // planes apart), and their sums into the third: from these bytes when they hold both
 // parts (CH = 8), else (CH = 4, the five-piece path) the imaginary half's with the real
-// half's bytes read back (this thread's own store, just before).
+// half's bytes read back (this thread's own store, just before).  LANE_PAIRS: c holds this
+// lane's part's four digits (``half`` 0 the real part, 1 the imaginary), the other part's
+// come by a shuffle from the other lane of the pair, and the lane stores its half.
 template <int CH, int J0>
 __device__ __forceinline__ void put(signed char* dst, long long plane, int i, const signed char (&c)[CH],
                                     int sign, int half) {
