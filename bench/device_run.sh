@@ -180,6 +180,7 @@
 #   s21a      every GPU test of the backend, the residue GEMM, the fused kernel and the FFT at the
 #             defaults (three processes); fftn 1024^3's kernels; issue 16's table; issue 11's
 #             products on "auto" (about 500 s)
+#   s21c      s21a and s21b in one call: the GPU tests, lane pairs, the residue GEMM's tiles (560 s)
 #   s21b      the two-part residue pass at 2 blocks an SM and on lane pairs against the defaults:
 #             GPU tests, fftn 1024^3's kernels and the batches; the residue GEMM's tiles (128 x 128
 #             ping-pong, 128 x 256, 256 x 128): tests, FFT batches and issue 11's GEMMs (about 560 s)
@@ -187,7 +188,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21a|s21b) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21a|s21b|s21c) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -513,6 +514,39 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
     stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
     stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
         --repeats 2 --out "$W/fft_1024_one_product.json"
+elif [ "$profile" = s21c ]; then
+    # s21a and s21b in one call (three refused starts left 1,259 s of device time; about 560 s):
+    # the GPU tests in three processes (the FFT's without its 218-s zero-signs case at 4096);
+    # fftn 1024^3's kernels and the batches with the two-part residue pass on lane pairs and
+    # without; the residue GEMM's tiles: the new tiles' tests, the quarter products' batches and
+    # issue 11's small products at each
+    gpu_tests gpu_backend 220 tests/backends/test_cupy_backend.py &
+    gpu_tests gpu_residue 220 tests/backends/test_residue_gemm.py tests/backends/test_fused.py &
+    gpu_tests gpu_fft 220 tests/fft/test_fft_gpu.py \
+        --deselect "tests/fft/test_fft_gpu.py::test_zero_signs_kernel_matches_numpy[4096]" &
+    wait
+    pairs=$(python3 -c "from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; print(','.join(on + ('residue_lane_pairs',)))")
+    stage kernels_fftn_1024_base 50 python3 -m bench.kernel_times fftn 1024 --top 8
+    stage kernels_fftn_1024_pairs 50 env OZAKI_NEW_KERNELS=$pairs python3 -m bench.kernel_times fftn 1024 --top 8
+    for arm in base pairs pairs_rows0; do
+        case $arm in
+            base) env=() ;;
+            pairs) env=(OZAKI_NEW_KERNELS=$pairs) ;;
+            pairs_rows0) env=(OZAKI_NEW_KERNELS=$pairs OZAKI_QUARTER_ROWS_MIN=0) ;;   # the quarter turns at any rows
+        esac
+        stage "fft_$arm" 25 env "${env[@]}" python3 -m bench.fft --cubes --batches 4096x1024 16384x1024 65536x1024 \
+            32768x2048 --sizes --repeats 3 --out "$W/fft_$arm.json"
+    done
+    gemm="--sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 16x1024x1024x1024 --families normal --no-emulated --samples 2 --repeats 5 --modes accurate"
+    for t in 256x128 128x128-pingpong 128x256; do
+        export OZAKI_RESIDUE_GEMM_TILE=$t
+        python3 -m ozaki build >> "$W/build.txt" 2>&1
+        [ $t != 256x128 ] && gpu_tests "gpu_tile_$t" 25 tests/backends/test_residue_gemm.py
+        [ $t != 256x128 ] && stage "fft_tile_$t" 20 python3 -m bench.fft --cubes --batches 4096x1024 65536x1024 \
+            --sizes --repeats 3 --out "$W/fft_tile_$t.json"
+        stage "gemm_tile_$t" 30 python3 -m bench.gemm $gemm --out "$W/gemm_tile_$t.json"
+    done
+    unset OZAKI_RESIDUE_GEMM_TILE
 elif [ "$profile" = s21b ]; then
     # two experiments at the defaults otherwise (about 560 s):
     # - the two-part residue pass: its quarter build's launch bounds at 2 blocks an SM (128
