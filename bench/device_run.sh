@@ -177,18 +177,14 @@
 #             differences unreduced, the residue GEMM's integer reduction) in about 240 s (the budget
 #             left): their GPU tests, fftn 1024^3 and a batch of 65536 x 1024 with the integer and the
 #             float64 reduction, a short FFT table
-#   s21a      every GPU test of the backend, the residue GEMM, the fused kernel and the FFT at the
-#             defaults (three processes); fftn 1024^3's kernels; issue 16's table; issue 11's
-#             products on "auto" (about 500 s)
-#   s21c      s21a and s21b in one call: the GPU tests, lane pairs, the residue GEMM's tiles (560 s)
-#   s21b      the two-part residue pass at 2 blocks an SM and on lane pairs against the defaults:
-#             GPU tests, fftn 1024^3's kernels and the batches; the residue GEMM's tiles (128 x 128
-#             ping-pong, 128 x 256, 256 x 128): tests, FFT batches and issue 11's GEMMs (about 560 s)
+#   s21d      the GPU tests run da86e14 (s21c: lane pairs and the residue GEMM's tiles) did not
+#             reach, the quarter turns by points, the 128 x 256 tile on fftn 1024^3 and issue 11's
+#             GEMMs, issue 16's table (about 480 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21a|s21b|s21c) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21d) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -514,88 +510,37 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
     stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
     stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
         --repeats 2 --out "$W/fft_1024_one_product.json"
-elif [ "$profile" = s21c ]; then
-    # s21a and s21b in one call (three refused starts left 1,259 s of device time; about 560 s):
-    # the GPU tests in three processes (the FFT's without its 218-s zero-signs case at 4096);
-    # fftn 1024^3's kernels and the batches with the two-part residue pass on lane pairs and
-    # without; the residue GEMM's tiles: the new tiles' tests, the quarter products' batches and
-    # issue 11's small products at each
-    gpu_tests gpu_backend 220 tests/backends/test_cupy_backend.py &
-    gpu_tests gpu_residue 220 tests/backends/test_residue_gemm.py tests/backends/test_fused.py &
-    gpu_tests gpu_fft 220 tests/fft/test_fft_gpu.py \
-        --deselect "tests/fft/test_fft_gpu.py::test_zero_signs_kernel_matches_numpy[4096]" &
+elif [ "$profile" = s21d ]; then
+    # what run da86e14 (s21c) left, and its leads (about 480 s): the backend's last GPU tests
+    # (exact_by_test, the residual epilogue, fractions, certified, row_bits; not reached in
+    # s20c either) and the FFT's quarter-turn tests (the threshold now in points), the residue
+    # GEMM's 128 x 256 tile under its tests and the quarter turns' same bits; then the quarter
+    # turns against one product from 2**24 to 2**26 points, fftn 1024^3 at each tile, issue
+    # 11's GEMMs at each tile, and issue 16's table at the defaults
+    gpu_tests gpu_backend_rest 150 tests/backends/test_cupy_backend.py -k "exact_by_test or epilogue_residuals \
+        or exact_entries or certified_recomputes or row_bits or contiguous_and_assign or residues_of_parts" &
+    gpu_tests gpu_fft_quarter 150 tests/fft/test_fft_gpu.py -k "quarter or butterfly4" &
+    (export OZAKI_RESIDUE_GEMM_TILE=128x256
+     python3 -m ozaki build >> "$W/build.txt" 2>&1
+     gpu_tests gpu_tile_128x256 50 tests/backends/test_residue_gemm.py
+     gpu_tests gpu_tile_128x256_fft 100 tests/fft/test_fft_gpu.py -k "quarter_turns_same_bits_as_cpu and cutlass") &
     wait
-    pairs=$(python3 -c "from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; print(','.join(on + ('residue_lane_pairs',)))")
-    stage kernels_fftn_1024_base 50 python3 -m bench.kernel_times fftn 1024 --top 8
-    stage kernels_fftn_1024_pairs 50 env OZAKI_NEW_KERNELS=$pairs python3 -m bench.kernel_times fftn 1024 --top 8
-    for arm in base pairs pairs_rows0; do
-        case $arm in
-            base) env=() ;;
-            pairs) env=(OZAKI_NEW_KERNELS=$pairs) ;;
-            pairs_rows0) env=(OZAKI_NEW_KERNELS=$pairs OZAKI_QUARTER_ROWS_MIN=0) ;;   # the quarter turns at any rows
-        esac
-        stage "fft_$arm" 25 env "${env[@]}" python3 -m bench.fft --cubes --batches 4096x1024 16384x1024 65536x1024 \
-            32768x2048 --sizes --repeats 3 --out "$W/fft_$arm.json"
+    batches="16384x1024 32768x1024 65536x1024 16384x2048 32768x2048"
+    stage fft_one_product 30 env OZAKI_QUARTER_POINTS_MIN=1000000000000 python3 -m bench.fft --cubes --batches $batches \
+        --sizes --repeats 3 --out "$W/fft_one_product.json"
+    stage fft_quarter_turns 30 env OZAKI_QUARTER_POINTS_MIN=0 python3 -m bench.fft --cubes --batches $batches \
+        --sizes --repeats 3 --out "$W/fft_quarter_turns.json"
+    for t in 256x128 128x256; do
+        stage "fft_1024_tile_$t" 50 env OZAKI_RESIDUE_GEMM_TILE=$t python3 -m bench.fft --cubes 1024 --sizes \
+            --repeats 2 --out "$W/fft_1024_tile_$t.json"
     done
-    gemm="--sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 16x1024x1024x1024 --families normal --no-emulated --samples 2 --repeats 5 --modes accurate"
-    for t in 256x128 128x128-pingpong 128x256; do
-        export OZAKI_RESIDUE_GEMM_TILE=$t
-        python3 -m ozaki build >> "$W/build.txt" 2>&1
-        [ $t != 256x128 ] && gpu_tests "gpu_tile_$t" 25 tests/backends/test_residue_gemm.py
-        [ $t != 256x128 ] && stage "fft_tile_$t" 20 python3 -m bench.fft --cubes --batches 4096x1024 65536x1024 \
-            --sizes --repeats 3 --out "$W/fft_tile_$t.json"
-        stage "gemm_tile_$t" 30 python3 -m bench.gemm $gemm --out "$W/gemm_tile_$t.json"
-    done
-    unset OZAKI_RESIDUE_GEMM_TILE
-elif [ "$profile" = s21b ]; then
-    # two experiments at the defaults otherwise (about 560 s):
-    # - the two-part residue pass: its quarter build's launch bounds at 2 blocks an SM (128
-    #   registers, no spills) and lane pairs (LANE_PAIRS: 80 registers at 3, no spills, no parked
-    #   bytes) against the defaults (3 blocks: 80 registers, 1,360 bytes of local loads): their
-    #   GPU tests, then fftn 1024^3's kernels and the batches in each arm;
-    # - the residue GEMM's tiles (OZAKI_RESIDUE_GEMM_TILE): 128 x 128 ping-pong and 128 x 256
-    #   against 256 x 128: the new tiles' residue GEMM tests, the FFT's quarter products
-    #   (65536-row batches) and issue 11's products on "auto" at each
-    pairs=$(python3 -c "from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; print(','.join(on + ('residue_lane_pairs',)))")
-    OZAKI_RESIDUES_QUARTER_BLOCKS=2 gpu_tests gpu_quarter_residues 80 tests/fft/test_fft_gpu.py \
-        tests/backends/test_cupy_backend.py -k "residues_of_parts or quarter_turns or butterfly4"
-    for arm in base blocks2 pairs pairs_rows0; do
-        case $arm in
-            base) env=() ;;
-            blocks2) env=(OZAKI_RESIDUES_QUARTER_BLOCKS=2) ;;
-            pairs) env=(OZAKI_NEW_KERNELS=$pairs) ;;
-            pairs_rows0) env=(OZAKI_NEW_KERNELS=$pairs OZAKI_QUARTER_ROWS_MIN=0) ;;   # the quarter turns at any rows
-        esac
-        [ $arm = base ] || [ $arm = pairs ] && \
-            stage "kernels_fftn_1024_$arm" 50 env "${env[@]}" python3 -m bench.kernel_times fftn 1024 --top 8
-        stage "fft_$arm" 25 env "${env[@]}" python3 -m bench.fft --cubes --batches 4096x1024 16384x1024 65536x1024 \
-            32768x2048 --sizes --repeats 3 --out "$W/fft_$arm.json"
-    done
-    gemm="--sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 16x1024x1024x1024 --families normal --no-emulated --samples 2 --repeats 5 --modes accurate"
-    for t in 256x128 128x128-pingpong 128x256; do
-        export OZAKI_RESIDUE_GEMM_TILE=$t
-        python3 -m ozaki build >> "$W/build.txt" 2>&1
-        [ $t != 256x128 ] && gpu_tests "gpu_tile_$t" 35 tests/backends/test_residue_gemm.py
-        stage "fft_tile_$t" 25 python3 -m bench.fft --cubes 256 --batches 4096x1024 65536x1024 --sizes \
-            --repeats 3 --out "$W/fft_tile_$t.json"
-        stage "gemm_tile_$t" 35 python3 -m bench.gemm $gemm --out "$W/gemm_tile_$t.json"
-    done
-    unset OZAKI_RESIDUE_GEMM_TILE
-elif [ "$profile" = s21a ]; then
-    # what run 4e93d24 (s20c) could not reach: every GPU test of the backend and the FFT at the
-    # twentieth session's defaults (the quarter turns' same bits with the integer reduction and
-    # the unreduced differences among them); fftn 1024^3's kernels after the integer reduction;
-    # issue 16's whole table; issue 11's products on "auto" (about 500 s; the residue GEMM's
-    # tiles are s21b's)
-    gpu_tests gpu_backend 240 tests/backends/test_cupy_backend.py &
-    gpu_tests gpu_residue 240 tests/backends/test_residue_gemm.py tests/backends/test_fused.py &
-    gpu_tests gpu_fft 240 tests/fft/test_fft_gpu.py &
-    wait
-    stage kernels_fftn_1024 55 python3 -m bench.kernel_times fftn 1024 --top 12
-    stage fft_table 110 python3 -m bench.fft --cubes 256 512 1024 --real-cubes 512 --batches 4096x1024 65536x1024 \
+    gemm="--shapes 4096x64x64x64 256x256x256x256 16x1024x1024x1024 --no-emulated --samples 2 --repeats 5 --modes accurate"
+    stage gemm_tile_256x128 60 python3 -m bench.gemm --sizes 1024 2048 4096 8192 --families normal complex $gemm \
+        --out "$W/gemm_tile_256x128.json"
+    stage gemm_tile_128x256 40 env OZAKI_RESIDUE_GEMM_TILE=128x256 python3 -m bench.gemm --sizes 1024 2048 4096 8192 \
+        --families normal $gemm --out "$W/gemm_tile_128x256.json"
+    stage fft_table 60 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
         --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft_table.json"
-    gemm="--sizes 1024 2048 4096 8192 --shapes 4096x64x64x64 256x256x256x256 16x1024x1024x1024 --families normal complex --no-emulated --samples 4 --repeats 5 --modes accurate"
-    stage gemm 60 python3 -m bench.gemm $gemm --out "$W/gemm.json"
 elif [ "$profile" = s20c ]; then
     # the budget left (about 240 s): the GPU tests of the changes, then fftn 1024^3 and a long
     # batch with the residue GEMM's integer reduction and with its float64 one

@@ -541,11 +541,11 @@ QUARTER_ALIGN = 64
 def quarter_turns(B, parts, batch, plan, rows):
     """The sign of B's quarter-turn symmetry (Prepared.quarter) where the product
     A @ B of A's ``rows`` may run as _quarter_product (complex, B one matrix whose residues
-    are cut as the plan cuts its side, in one slice, rows at least the backend's
-    QUARTER_ROWS_MIN), else None."""
+    are cut as the plan cuts its side, in one slice, rows times B's columns at least the
+    backend's QUARTER_POINTS_MIN), else None."""
     sign = getattr(B, "quarter", None)
     if (sign is None or parts != 2 or batch != 1 or plan.slices_b != 1 or B.stack_size != 1
-            or rows < getattr(B.backend, "QUARTER_ROWS_MIN", 0)
+            or rows * B.shape[-1] < getattr(B.backend, "QUARTER_POINTS_MIN", 0)
             or not getattr(B.backend, "quarter_products", lambda: True)()
             or not B.fits(slice_widths(plan)[1], plan.slices_b)):
         return None

@@ -203,9 +203,11 @@ def _count_env(name, default=None):
 
 RESIDUE_UNROLL = _count_env("OZAKI_RESIDUE_UNROLL")       # None: the register rule; 0: all moduli
 # Blocks of 256 threads an SM that the wide QUARTERS build's launch bounds ask for (residues.cu
-# RESIDUES_BLOCKS): at 3, the wide builds' count, it spills (25 moduli: 80 registers, 968
-# bytes of local loads in its SASS, ptxas 13.0); at 2 it does not (128).  device_run's s21b
-# times both (OZAKI_RESIDUES_QUARTER_BLOCKS=2), and lane pairs (no spills at 3).
+# RESIDUES_BLOCKS): at 3, the wide builds' count, it spills (25 moduli: 80 registers, 1,360
+# bytes of local loads in its SASS, ptxas 13.0); at 2 it does not (128).  (Lane pairs, two
+# lanes sharing a thread's PARTS 2 work with a shuffle a modulus, spilled nothing at 3 but
+# ran slower: a batch of 65536 x 1024 18.74 against 16.54 ms, 16384 x 1024 5.68 against
+# 5.07, fftn 1024^3's residues 170.4 ms against 139.7 in 70d50c8; H100, run da86e14.)
 RESIDUES_QUARTER_BLOCKS = _count_env("OZAKI_RESIDUES_QUARTER_BLOCKS", 3)
 if RESIDUES_QUARTER_BLOCKS == 0:
     raise ValueError("OZAKI_RESIDUES_QUARTER_BLOCKS must be at least 1 (blocks an SM)")
@@ -216,12 +218,10 @@ def _num_regs(kern):
 
 
 @functools.lru_cache(maxsize=None)
-def _residues_kernel(m, wide, device, unroll, parts=1, quarters=False, lane_pairs=False):
+def _residues_kernel(m, wide, device, unroll, parts=1, quarters=False):
     """residues.cu's kernel for m moduli (``unroll``: RESIDUE_UNROLL; ``parts``: PARTS;
-    ``quarters``: QUARTERS; ``lane_pairs``: LANE_PAIRS)."""
+    ``quarters``: QUARTERS)."""
     defines = (("NMOD", m), ("WIDE_DIGITS", int(wide)), ("PARTS", parts)) + ((("QUARTERS", 1),) if quarters else ())
-    if lane_pairs:
-        defines += (("LANE_PAIRS", 1),)
     if quarters and wide and RESIDUES_QUARTER_BLOCKS != 3:
         defines += (("RESIDUES_BLOCKS", RESIDUES_QUARTER_BLOCKS),)
     if unroll is not None:
@@ -250,10 +250,8 @@ def _launch_residues(x, x_im, ld, beta, width, m, nearest, parts, quarter=None, 
     rows, k = x.shape
     kpad = _padded(k)
     out = cupy.empty((parts + parts // 2, m, rows, kpad), dtype=cupy.int8)
-    pairs = parts == 2 and _new_kernel("residue_lane_pairs")      # two lanes a thread's work
-    kern = _residues_kernel(m, _wide_digits(m, width, k), _device(), RESIDUE_UNROLL, parts, quarter is not None,
-                            pairs)
-    grid, block = _grid(rows * kpad * parts // (4 if pairs else 8))
+    kern = _residues_kernel(m, _wide_digits(m, width, k), _device(), RESIDUE_UNROLL, parts, quarter is not None)
+    grid, block = _grid(rows * kpad * parts // 8)
     kern(grid, block, (x, np.int64(ld), np.int64(rows), np.int64(k),
                        np.int64(kpad), cupy.ascontiguousarray(beta, dtype=cupy.int64),
                        np.int32(width or 0), np.int32(bool(nearest)), _pow2(m, _device()), out, x_im,
@@ -319,16 +317,15 @@ def add_residues(x, y, m):
 # against 13.70 as one product, 512^3 97.6 against 97.4 (q = 128), a batch of 4096 x 1024
 # 2.40 against 2.24; fftn 1024^3 (q = 256) 849 ms (90ad4e5, one product: 936).
 QUARTER_MIN = 1024
-# ... and from this many rows (A's, a product's): their GEMMs of a quarter's inner length and
-# the butterflies cost more than they save on fewer (H100, run 70d50c8, 1024 points: 16384
-# rows 5.94 against 5.66 ms as one product, 65536 18.0 against 19.5; fftn 1024^3 834 against
-# 934).  ozaki.fft's products are its row blocks (interface.row_blocks: at most
-# BLOCK_POINTS / N rows, 65536 at N = 1024), so 1024-point transforms take the quarter turns
-# in blocks of exactly 65536 rows (fftn 1024^3's axes, batches of 65536 rows or a multiple),
-# and longer ones never: 32768-row blocks of 2048 points were not measured (2048 x 2048: 3.40
-# against 2.48).
-# OZAKI_QUARTER_ROWS_MIN sets another (device_run s21b: the quarter turns at any rows).
-QUARTER_ROWS_MIN = _count_env("OZAKI_QUARTER_ROWS_MIN", 65536)
+# ... and from this many points (A's rows times the N points of a transform, a product's):
+# their GEMMs of a quarter's inner length and the butterflies cost more than they save on
+# fewer.  H100, ms, one product against the quarter turns: run 70d50c8, 1024 points, 4096
+# rows 2.22 / 2.91, 16384 5.66 / 5.94, 65536 19.5 / 18.0; fftn 1024^3 934 / 834; 2048 x 2048
+# 2.48 / 3.40; run da86e14, 16384 x 1024 5.07 / 6.32, 32768 x 2048 (2**26 points) 23.6 /
+# 19.9.  ozaki.fft's products are its row blocks of at most BLOCK_POINTS = 2**26 points
+# (interface.row_blocks), so full blocks of 1024 and 2048 points take the quarter turns.
+# OZAKI_QUARTER_POINTS_MIN sets another (device_run: the quarter turns at any size).
+QUARTER_POINTS_MIN = _count_env("OZAKI_QUARTER_POINTS_MIN", 1 << 26)
 
 
 def butterfly4(re, im, m, sign):
@@ -450,7 +447,7 @@ def flags_found(flags_a, flags_b, host=True):
 # Run 2026-12-07 (H100, bench/results/2026-12-07-70d50c8-h100: the quarter turns' same bits on
 # every path, the interleaved epilogue into views, butterfly4 and the epilogue kernels, 57
 # passed), with the quarter turns' row blocks written in place by their epilogue:
-#   quarter_products, residue_quarters  on, from QUARTER_ROWS_MIN rows a product: fftn 1024^3 834 against
+#   quarter_products, residue_quarters  on, from QUARTER_POINTS_MIN points a product: fftn 1024^3 834 against
 #                     934 ms a call (bench.kernel_times; its GEMMs 305 against 440, the float64
 #                     copies no more than one product's); batches of 1024 points, against one
 #                     product: 4096 rows 2.91 against 2.22 ms, 16384 5.94 against 5.66, 65536
@@ -473,8 +470,7 @@ def flags_found(flags_a, flags_b, host=True):
 #                     2,100 (ptxas 13.0).  fftn 1024^3 808.7 -> 745.7 ms, a batch of 65536 x 1024
 #                     17.08 -> 15.67, in one call (the same difference to cuFFT to every digit)
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
-               "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced", "residue_int_mod",
-               "residue_lane_pairs")
+               "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced", "residue_int_mod")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "byte_convert", "pairs_in_place",
                   "residue_quarters", "quarter_products", "byte_unreduced", "residue_int_mod")
 
@@ -656,8 +652,13 @@ def residue_gemm_defines():
     """The residue GEMM's build: its epilogue's modular reduction on the integer pipes
     (residue_gemm.cu INTEGER_MOD, NEW_KERNELS residue_int_mod) or on the FP64 pipe, and
     its tile (native.residue_gemm_tile_defines: OZAKI_RESIDUE_GEMM_TILE)."""
-    return (((("INTEGER_MOD", 1),) if _new_kernel("residue_int_mod") else ())
-            + native.residue_gemm_tile_defines())
+    tile = native.residue_gemm_tile_defines()
+    if not _new_kernel("residue_int_mod"):
+        if tile:
+            raise ValueError("the residue GEMM's float64 reduction (OZAKI_NEW_KERNELS without residue_int_mod) "
+                             "runs at the 256x128 tile only; unset OZAKI_RESIDUE_GEMM_TILE")
+        return ()
+    return (("INTEGER_MOD", 1),) + tile
 
 
 def _residue_gemm_library(build=True):

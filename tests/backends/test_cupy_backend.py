@@ -274,23 +274,19 @@ def test_residues_kernel_row_strides(rng, monkeypatch, m, width, nearest):
         assert not gpu[:, :, k:].any(), name
 
 
-@pytest.mark.parametrize("lane_pairs", [False, True])
 @pytest.mark.parametrize("m", [14, 16, 27, 49])
 @pytest.mark.parametrize("width,nearest", [(None, True), (64, False), (100, False)])
-def test_residues_of_parts_kernel(rng, monkeypatch, m, width, nearest, lane_pairs):
+def test_residues_of_parts_kernel(rng, monkeypatch, m, width, nearest):
     """A complex operand's parts, the halves of joined [Re | Im] rows (and those reversed),
     in one pass up to RESIDUE_PARTS_MAX_MODULI (residues.cu PARTS 2, no add_residues; past
     it a pass a part): numpy_backend's residues of each part and of their sums, bit for
     bit; parts of different row strides take a pass a part and add_residues, with the
-    same bits.  ``lane_pairs``: the PARTS 2 work on two lanes (LANE_PAIRS)."""
+    same bits."""
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
-    one = "residue_parts,residue_lane_pairs" if lane_pairs else "residue_parts"
-    monkeypatch.setenv("OZAKI_NEW_KERNELS", one)
-    if lane_pairs and m > cupy_backend.RESIDUE_PARTS_MAX_MODULI:
-        pytest.skip("a pass a part: no two-part build to put on lane pairs")
-    builds, kernel = [], cupy_backend._residues_kernel         # (PARTS, LANE_PAIRS) of each pass
-    monkeypatch.setattr(cupy_backend, "_residues_kernel", lambda *a: builds.append((a[4], a[6])) or kernel(*a))
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", "residue_parts")
+    builds, kernel = [], cupy_backend._residues_kernel         # PARTS of each pass
+    monkeypatch.setattr(cupy_backend, "_residues_kernel", lambda *a: builds.append(a[4]) or kernel(*a))
     re, beta = inputs.residue_rows(rng)
     im = inputs.residue_rows(rng)[0][::-1]
     rows, k = re.shape
@@ -305,7 +301,7 @@ def test_residues_of_parts_kernel(rng, monkeypatch, m, width, nearest, lane_pair
         builds.clear()
         got = cupy_backend.residues_of_parts(parts, cupy.asarray(np.ascontiguousarray(b)), width, m, nearest)
         assert bool(sums) != one_pass, name
-        assert builds == ([(2, lane_pairs)] if one_pass else [(1, False)] * 2), (name, builds)
+        assert builds == ([2] if one_pass else [1, 1]), (name, builds)
         sums.clear()
         assert len(got) == 3, name
         for g, w in zip(got, want):
@@ -323,7 +319,7 @@ def test_residues_of_parts_kernel(rng, monkeypatch, m, width, nearest, lane_pair
     z = np.empty(re.shape, dtype=np.complex128)       # (not re + 1j * im: 0 * inf makes a NaN real part)
     z.real, z.imag = re, im
     pairs = cupy.asarray(z).view(cupy.float64)
-    for kernels in (one, "none"):
+    for kernels in ("residue_parts", "none"):
         monkeypatch.setenv("OZAKI_NEW_KERNELS", kernels)
         got = cupy_backend.residues_of_parts([pairs[:, 0::2], pairs[:, 1::2]], cupy.asarray(beta), width, m, nearest)
         for g, w in zip(got, want):

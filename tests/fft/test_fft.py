@@ -442,17 +442,17 @@ def test_quarter_turns_give_the_one_product_bits(rng, monkeypatch, mode):
                 assert np.array_equal(one.view(np.uint64), four.view(np.uint64)), (N, norm, workspace)
 
 
-def test_quarter_turns_from_the_backends_rows(rng, monkeypatch):
-    """A backend's QUARTER_ROWS_MIN (the GPU's: fewer rows run faster as one product) keeps
-    products of fewer rows on one product, and from it on they take the quarter turns: the
-    same bits either side; the product's rows count, not those of the blocks a small
-    workspace cuts it into."""
+def test_quarter_turns_from_the_backends_points(rng, monkeypatch):
+    """A backend's QUARTER_POINTS_MIN (the GPU's: smaller products run faster as one) keeps
+    products of fewer points (rows times the transform's N) on one product, and from it on
+    they take the quarter turns: the same bits either side; the product's rows count, not
+    those of the blocks a small workspace cuts it into."""
     import ozaki
     from ozaki.backends import numpy_backend
     for workspace in (None, 3 << 20):
         with ozaki.config(workspace=workspace):
             _one_product_then_quarter_turns(monkeypatch, inputs_wide_complex(rng, (24, 1024)), numpy_backend,
-                                            "QUARTER_ROWS_MIN", 25, 24)
+                                            "QUARTER_POINTS_MIN", 24 * 1024 + 1, 24 * 1024)
 
 
 def _one_product_then_quarter_turns(monkeypatch, x, owner, name, off, on):

@@ -240,28 +240,24 @@ def test_butterfly4_kernel_matches_numpy(rng, monkeypatch, m):
     assert all(np.array_equal(g.get(), w) for g, w in zip(got, want))
     # formed in the residue pass (residues.cu QUARTERS) and after it, halves of [Re | Im] rows
     xy = np.concatenate([x, y], axis=1)
-    builds, kernel = [], cupy_backend._residues_kernel
-    monkeypatch.setattr(cupy_backend, "_residues_kernel",
-                        lambda *a: builds.append((a[5], a[6])) or kernel(*a))
+    builds, kernel = [], cupy_backend._residues_kernel           # QUARTERS of each pass
+    monkeypatch.setattr(cupy_backend, "_residues_kernel", lambda *a: builds.append(a[5]) or kernel(*a))
     for sign in (-1, 1):
         want = numpy_backend.residues_of_parts([x, y], beta, None, m, quarter=sign)
         d = cupy.asarray(xy)
         pairs = cupy.asarray(x + 1j * y).view(cupy.float64)
-        # all: the butterflies formed in the residue pass on lane pairs (LANE_PAIRS); then on
-        # a lane each; then by butterfly4 after the pass
-        for kernels, build in (("all", (True, True)), ("residue_parts,residue_quarters", (True, False)),
-                               ("residue_parts", (False, False))):
+        # the butterflies formed in the residue pass, then by butterfly4 after it
+        for kernels, build in (("all", True), ("residue_parts", False)):
             monkeypatch.setenv("OZAKI_NEW_KERNELS", kernels)
             for parts in ([d[:, :1024], d[:, 1024:]], [pairs[:, 0::2], pairs[:, 1::2]]):
                 builds.clear()
                 got = cupy_backend.residues_of_parts(parts, cupy.asarray(beta), None, m, quarter=sign)
                 assert all(np.array_equal(g.get(), w) for g, w in zip(got, want)), (sign, kernels)
-                assert builds == [build], (kernels, builds)       # (QUARTERS, LANE_PAIRS) as asked
+                assert builds == [build], (kernels, builds)
 
 
-@pytest.mark.parametrize("kernels", ["defaults", "all"])
 @pytest.mark.parametrize("path", ["auto", "fused", "cublas", "cutlass"])
-def test_quarter_turns_same_bits_as_cpu(rng, monkeypatch, path, kernels):
+def test_quarter_turns_same_bits_as_cpu(rng, monkeypatch, path):
     """Direct products with the quarter turns (scheme._quarter_product) on every product path,
     whole and blocked over rows: the CPU's bits, which are the one-product bits
     (tests/fft/test_fft.py), and the quarter-turn path ran on the GPU (from its
@@ -272,9 +268,8 @@ def test_quarter_turns_same_bits_as_cpu(rng, monkeypatch, path, kernels):
     from ozaki import scheme
     import inspect
     from ozaki.backends import cupy_backend
-    # the defaults (quarter_products, residue_quarters, ...) and every new kernel (lane pairs)
-    monkeypatch.setenv("OZAKI_NEW_KERNELS", "all" if kernels == "all" else ",".join(cupy_backend.NEW_KERNELS_ON))
-    monkeypatch.setattr(cupy_backend, "QUARTER_ROWS_MIN", 0)     # these rows are fewer
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", "all")       # quarter_products, residue_quarters, ...
+    monkeypatch.setattr(cupy_backend, "QUARTER_POINTS_MIN", 0)     # these products are smaller
     calls, run = [], scheme._quarter_product
 
     def spy(*args, **kwargs):

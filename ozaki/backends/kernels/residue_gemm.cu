@@ -43,7 +43,7 @@ using namespace cute;
 // when the FFT's products ran at K = 1024 and the epilogue reduced on the FP64 pipe.
 // PINGPONG 1: two consumer warpgroups on tiles of their own, one's epilogue beside the
 // other's mainloop (the quarter turns' K = 256 leaves a tile's mainloop as short as its
-// epilogue).  cupy_backend.RESIDUE_GEMM_TILE picks a build (OZAKI_RESIDUE_GEMM_TILE).
+// epilogue).  native.RESIDUE_GEMM_TILES names the builds (OZAKI_RESIDUE_GEMM_TILE picks one).
 #ifndef TILE_M
 #define TILE_M 256
 #endif
@@ -70,6 +70,12 @@ namespace ozaki {
 // products).  fftn 1024^3 808.7 -> 745.7 ms with it (H100, run 4e93d24, the same bits).
 #ifndef INTEGER_MOD
 #define INTEGER_MOD 0
+#endif
+// The float64 reduction at the other tiles (128 x 128 ping-pong, 128 x 256) wrote the first
+// modulus' plane right and left the others' untouched (H100, run da86e14: 9 of 11 cases
+// failed at each, the integer build's 11 passed): it is built at the tested tile alone.
+#if !INTEGER_MOD && (TILE_M != 256 || TILE_N != 128 || PINGPONG)
+#error "residue_gemm.cu: the float64 reduction (INTEGER_MOD 0) is built at the 256 x 128 cooperative tile only"
 #endif
 
 template <class T>

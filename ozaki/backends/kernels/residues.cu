@@ -14,11 +14,10 @@
 // row; k for a single row.  Rows may overlap: they are only read.  out has shape
 // (NMOD, rows, kpad), row-major (PARTS 2: three such stacks, see PARTS); columns
 // k..kpad-1 are zero so that the int8 GEMMs can run on a padded inner dimension.  Each
-// thread does eight consecutive columns of one row (PARTS 2: four of each part; LANE_PAIRS:
-// a pair of lanes does them, four digits each) and writes their eight bytes per modulus (in
-// two four-byte halves on the five-piece path): one read of x, one write of every residue
-// (PARTS 2 and five pieces without LANE_PAIRS: the real half's bytes read back by the thread
-// that wrote them).
+// thread does eight consecutive columns of one row (PARTS 2: four of each part) and writes
+// their eight bytes per modulus (in two four-byte halves on the five-piece path): one read
+// of x, one write of every residue (PARTS 2 and five pieces: the real half's bytes read
+// back by the thread that wrote them).
 //
 // Compile-time: NMOD and the constant tables MOD_P, MOD_INV and MOD_ROW (p, 1/p,
 // 2**(26 j) mod p for j = 1..4) from cupy_backend._constant_tables; the modular
@@ -65,23 +64,6 @@
 #if QUARTERS && PARTS != 2
 #error "QUARTERS needs PARTS 2"
 #endif
-// LANE_PAIRS 1 (with PARTS 2; NEW_KERNELS residue_lane_pairs): a pair of lanes (2 l, 2 l + 1)
-// shares a thread's PARTS 2 work, the even lane the real part's COLS digits and the odd lane
-// the imaginary part's; each modulus' four bytes pass to the other lane by one shuffle, and
-// each lane stores half of the outputs (QUARTERS: z_0, z_1 and z_2, z_3; else the real part
-// and the sums, and the imaginary part).  So no lane holds more than four digits (a thread of
-// the wide QUARTERS build holds eight and spills under its launch bounds: 88 / 968 bytes of
-// local stores / loads at 25 moduli; on lane pairs none, 80 registers, ptxas 13.0) and the
-// five-piece path parks no bytes in global memory for the imaginary half.  The pair mask
-// assumes one-dimensional blocks of an even size (cupy_backend._grid's 256).
-#ifndef LANE_PAIRS
-#define LANE_PAIRS 0
-#endif
-#if LANE_PAIRS && PARTS != 2
-#error "LANE_PAIRS needs PARTS 2"
-#endif
-// the digits a thread forms
-#define DIGITS (LANE_PAIRS ? COLS : PER_THREAD)
 
 #include "modular.cuh"
 
@@ -159,37 +141,23 @@ __device__ __forceinline__ signed char near_residue(int v, int p, int M) {
     return (signed char)(v - p * ((v * M + (1 << 19)) >> 20));
 }
 
-// Half of the radix-4 butterflies of one column's residues mod p_i (numpy_backend.butterfly4):
-// a[r], b[r] the real and imaginary parts' residues of x_(q r + j); z[h][t] the residues of
-// Re z_s, Im z_s and their sum for s = 2 half + t, z_s = sum_r (sign i)**(r s) x_(q r + j).
-// |z| <= 4 * 128.
-__device__ __forceinline__ void butterfly_half(const int (&a)[4], const int (&b)[4], int sign, int i, int half,
-                                               signed char (&z)[3][2]) {
+// The radix-4 butterflies of one column's residues mod p_i (numpy_backend.butterfly4):
+// a[r], b[r] the real and imaginary parts' residues of x_(q r + j); z[h][s] the residues of
+// Re z_s, Im z_s and their sum, z_s = sum_r (sign i)**(r s) x_(q r + j).  |z| <= 4 * 128.
+__device__ __forceinline__ void butterfly(const int (&a)[4], const int (&b)[4], int sign, int i,
+                                          signed char (&z)[3][4]) {
     const int p = (int)MOD_P[i], M = (int)rint(0x1p20 * MOD_INV[i]);
     const int ur = a[0] + a[2], ui = b[0] + b[2], vr = a[1] + a[3], vi = b[1] + b[3];
     const int dr = a[0] - a[2], di = b[0] - b[2];
     const int er = sign * (a[1] - a[3]), ei = sign * (b[1] - b[3]);
-    // z0 = u + v, z2 = u - v; z1 = d + (sign i) e, z3 = d - (sign i) e
-    const int f = half ? -1 : 1;
-    const int zr[2] = {ur + f * vr, dr - f * ei};
-    const int zi[2] = {ui + f * vi, di + f * er};
+    // z1 = d + (sign i) e, z3 = d - (sign i) e
+    const int zr[4] = {ur + vr, dr - ei, ur - vr, dr + ei};
+    const int zi[4] = {ui + vi, di + er, ui - vi, di - er};
 #pragma unroll
-    for (int t = 0; t < 2; ++t) {
+    for (int t = 0; t < 4; ++t) {
         z[0][t] = near_residue(zr[t], p, M);
         z[1][t] = near_residue(zi[t], p, M);
         z[2][t] = near_residue(zr[t] + zi[t], p, M);
-    }
-}
-
-// All four: z[h][s] for s = 0..3.
-__device__ __forceinline__ void butterfly(const int (&a)[4], const int (&b)[4], int sign, int i,
-                                          signed char (&z)[3][4]) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        signed char zh[3][2];
-        butterfly_half(a, b, sign, i, half, zh);
-#pragma unroll
-        for (int h = 0; h < 3; ++h) { z[h][2 * half] = zh[h][0]; z[h][2 * half + 1] = zh[h][1]; }
     }
 }
 
@@ -209,48 +177,11 @@ __device__ __forceinline__ signed char add_mod(int a, int b, int p, int h) {
 // COLS .. 2 COLS - 1 the imaginary part's, into the first and the second stack (NMOD
 // planes apart), and their sums into the third: from these bytes when they hold both
 // parts (CH = 8), else (CH = 4, the five-piece path) the imaginary half's with the real
-// half's bytes read back (this thread's own store, just before).  LANE_PAIRS: c holds this
-// lane's part's four digits (``half`` 0 the real part, 1 the imaginary), the other part's
-// come by a shuffle from the other lane of the pair, and the lane stores its half.
+// half's bytes read back (this thread's own store, just before).
 template <int CH, int J0>
 __device__ __forceinline__ void put(signed char* dst, long long plane, int i, const signed char (&c)[CH],
-                                    int sign, int half) {
-#if LANE_PAIRS
-    // this lane's part's four bytes, the other part's from the other lane of the pair
-    static_assert(CH == 4 && J0 == 0, "LANE_PAIRS: four digits a lane");
-    union Word { signed char c[4]; unsigned int u; } mine, other;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) mine.c[j] = c[j];
-    other.u = __shfl_xor_sync(3u << (threadIdx.x & 30), mine.u, 1);
-    const Word re = half ? other : mine, im = half ? mine : other;
-    const long long stack = (long long)NMOD * plane;
+                                    int sign) {
 #if QUARTERS
-    // z_s for s = 2 half, 2 half + 1 at dst + s rows q of each stack (rows q = plane / 4)
-    const long long quarter = plane / 4;
-    signed char* at = dst + i * plane;
-    int a[4], b[4];
-#pragma unroll
-    for (int r = 0; r < 4; ++r) { a[r] = re.c[r]; b[r] = im.c[r]; }
-    signed char z[3][2];
-    butterfly_half(a, b, sign, i, half, z);
-#pragma unroll
-    for (int h = 0; h < 3; ++h)
-#pragma unroll
-        for (int t = 0; t < 2; ++t) at[h * stack + (2 * half + t) * quarter] = z[h][t];
-#else
-    if (half) {
-        *reinterpret_cast<unsigned int*>(dst + stack + i * plane) = im.u;
-    } else {
-        const int p = (int)MOD_P[i], h = p / 2;
-        Word sum;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) sum.c[j] = add_mod(re.c[j], im.c[j], p, h);
-        *reinterpret_cast<unsigned int*>(dst + i * plane) = re.u;
-        *reinterpret_cast<unsigned int*>(dst + 2 * stack + i * plane) = sum.u;
-    }
-#endif
-    (void)sign;
-#elif QUARTERS
     // digits 0..3: the real part's quarters, 4..7 the imaginary part's; z_s at dst + s rows q
     // (rows q = plane / 4) of each stack.  Five pieces (CH = 4): the real half's bytes parked
     // where z_0..z_3's real parts go, read back by the imaginary half (this thread's own).
@@ -260,7 +191,6 @@ __device__ __forceinline__ void put(signed char* dst, long long plane, int i, co
     if constexpr (CH == 4 && J0 == 0) {
 #pragma unroll
         for (int r = 0; r < 4; ++r) at[r * quarter] = c[r];
-        (void)half;
     } else {
         int a[4], b[4];
 #pragma unroll
@@ -307,7 +237,7 @@ __device__ __forceinline__ void put(signed char* dst, long long plane, int i, co
 #endif
 }
 
-// The residues of digits J0 .. J0 + CH - 1 of a thread's DIGITS (each below
+// The residues of digits J0 .. J0 + CH - 1 of a thread's PER_THREAD (each below
 // 2**(26 NP)) into dst, a plane apart per modulus: a CH-byte store per modulus (put).
 // ``rows``: the moduli's constants (MOD_ROW's rows): the constant table itself for three
 // pieces, whose unrolled loop reads them as instruction operands; a copy in shared
@@ -315,10 +245,10 @@ __device__ __forceinline__ void put(signed char* dst, long long plane, int i, co
 // constant bank instead: no faster, 18.3 against 18.1 ms at n = 16384, runs 8447b65 and
 // d7e9515).
 template <int NP, int CH, int J0>
-__device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)[DIGITS],
-                                                   const int (&s)[DIGITS], const bool (&neg)[DIGITS],
+__device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)[PER_THREAD],
+                                                   const int (&s)[PER_THREAD], const bool (&neg)[PER_THREAD],
                                                    signed char* dst, long long plane, const double (*rows)[8],
-                                                   int sign, int half) {
+                                                   int sign) {
     double v[CH][NP];
 #pragma unroll
     for (int j = 0; j < CH; ++j) pieces<NP>(q[J0 + j], s[J0 + j], neg[J0 + j], v[j]);
@@ -332,7 +262,7 @@ __device__ __forceinline__ void residues_by_pieces(const unsigned long long (&q)
 #pragma unroll
         for (int j = 0; j < CH; ++j)
             c[j] = (signed char)__double2loint(residue_of_pieces<NP>(v[j], rows[i]) + MAGIC);
-        put<CH, J0>(dst, plane, i, c, sign, half);
+        put<CH, J0>(dst, plane, i, c, sign);
     }
 }
 
@@ -366,33 +296,27 @@ extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x
     long long groups = QUARTERS ? kpad / 4 : kpad / COLS;   // QUARTERS: q columns, one a thread
     long long total = rows * groups;
     long long plane = rows * kpad;
-    // LANE_PAIRS: a pair of lanes a column group, the real part's digits on the even lane
-    const int half = LANE_PAIRS ? (int)(threadIdx.x & 1) : 0;
-    const int pair_shift = LANE_PAIRS ? 1 : 0;
-    for (long long t = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> pair_shift; t < total;
-         t += ((long long)gridDim.x * blockDim.x) >> pair_shift) {
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (long long)gridDim.x * blockDim.x) {
         long long row = t / groups;
         long long col = (t - row * groups) * (QUARTERS ? 1 : COLS);
         long long b = beta[row];
-        bool neg[DIGITS];
-        unsigned long long q[DIGITS];
-        int s[DIGITS];
+        bool neg[PER_THREAD];
+        unsigned long long q[PER_THREAD];
+        int s[PER_THREAD];
         int smax = 0;                   // the largest shift: the pieces the digits need
 #pragma unroll
-        for (int j = 0; j < DIGITS; ++j) {
-            const double* part = (PARTS == 2 && (LANE_PAIRS ? half : j >= COLS)) ? x_im : x;
+        for (int j = 0; j < PER_THREAD; ++j) {
+            const double* part = (PARTS == 2 && j >= COLS) ? x_im : x;
             long long c = QUARTERS ? col + (j % COLS) * groups : col + j % COLS;
             double v = (c < k) ? part[row * ld + c * es] : 0.0;
             digit(v, b, width, nearest, neg[j], q[j], s[j]);
             smax = max(smax, s[j]);
         }
-#if LANE_PAIRS
-        smax = max(smax, __shfl_xor_sync(3u << (threadIdx.x & 30), smax, 1));   // one path a pair
-#endif
         signed char* dst = out + (QUARTERS ? row * groups : row * kpad) + col;
         if (smax <= 24) {
             // below 2**77: the fast and accurate modes' digits at up to 21 moduli
-            residues_by_pieces<3, DIGITS, 0>(q, s, neg, dst, plane, MOD_ROW, sign, half);
+            residues_by_pieces<3, 8, 0>(q, s, neg, dst, plane, MOD_ROW, sign);
 #if WIDE_DIGITS
         } else if (smax <= 76) {
             // below 2**129: accurate mode's from 22 moduli on (three pieces took the
@@ -403,10 +327,8 @@ extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x
             // (19.4 ms, run ae0bef0), eight-byte stores (18.4, c4e5735), the fold in
             // 64-bit integers (20.9, 2288d26).  Four digits at a time: eight digits of
             // five pieces, 40 doubles, would take 80 registers.
-            residues_by_pieces<5, 4, 0>(q, s, neg, dst, plane, wide_rows, sign, half);
-#if !LANE_PAIRS
-            residues_by_pieces<5, 4, 4>(q, s, neg, dst, plane, wide_rows, sign, half);
-#endif
+            residues_by_pieces<5, 4, 0>(q, s, neg, dst, plane, wide_rows, sign);
+            residues_by_pieces<5, 4, 4>(q, s, neg, dst, plane, wide_rows, sign);
 #endif
         } else {
             // Larger digits (exact-mode slices): (q mod p)(2**s mod p), reduced again.
@@ -414,14 +336,14 @@ extern "C" __global__ void RESIDUES_BOUNDS residues(const double* __restrict__ x
             for (int i = 0; i < NMOD; ++i) {
                 double p = MOD_P[i], h = floor(0.5 * p);
                 const double* tab = pow2 + (long long)i * MAX_SHIFT;
-                signed char c[DIGITS];
+                signed char c[PER_THREAD];
 #pragma unroll
-                for (int j = 0; j < DIGITS; ++j) {
+                for (int j = 0; j < PER_THREAD; ++j) {
                     double qd = neg[j] ? -(double)q[j] : (double)q[j];
                     double r = mod_symmetric(mod_symmetric(qd, p, MOD_INV[i], h) * tab[s[j]], p, MOD_INV[i], h);
                     c[j] = (signed char)__double2loint(r + MAGIC);
                 }
-                put<DIGITS, 0>(dst, plane, i, c, sign, half);
+                put<PER_THREAD, 0>(dst, plane, i, c, sign);
             }
         }
     }
