@@ -539,6 +539,7 @@ elif [ "$profile" = s21d ]; then
         --out "$W/gemm_tile_256x128.json"
     stage gemm_tile_128x256 40 env OZAKI_RESIDUE_GEMM_TILE=128x256 python3 -m bench.gemm --sizes 1024 2048 4096 8192 \
         --families normal $gemm --out "$W/gemm_tile_128x256.json"
+    # (last: the stages above decide this session's defaults; 4e93d24 has the table before them)
     stage fft_table 60 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
         --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft_table.json"
 elif [ "$profile" = s20c ]; then
