@@ -177,15 +177,14 @@
 #             differences unreduced, the residue GEMM's integer reduction) in about 240 s (the budget
 #             left): their GPU tests, fftn 1024^3 and a batch of 65536 x 1024 with the integer and the
 #             float64 reduction, a short FFT table
-#   s21d      the GPU tests run da86e14 (s21c: lane pairs and the residue GEMM's tiles) did not
-#             reach, the quarter turns by points, the 128 x 256 tile on fftn 1024^3 and issue 11's
-#             GEMMs, issue 16's table (about 480 s)
-#   s21e      s21d cut to about 300 s: the GPU tests left, the quarter turns by points, issue 16's table
+#   s21e      what run da86e14 (s21c: lane pairs, the residue GEMM's tiles) left, in the 410 s of
+#             device time left: the GPU tests it did not reach, the quarter turns by points, issue
+#             16's table (about 300 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21d|s21e) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -512,9 +511,11 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
     stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
         --repeats 2 --out "$W/fft_1024_one_product.json"
 elif [ "$profile" = s21e ]; then
-    # s21d cut to the 410 s of device time left (about 300 s): the backend's last GPU tests and
-    # the FFT's quarter-turn ones; the quarter turns against one product from 2**24 to 2**26
-    # points; issue 16's table at the defaults (the residue GEMM's tiles left for later)
+    # what run da86e14 (s21c) left, in the 410 s of device time left (about 300 s): the
+    # backend's last GPU tests (exact_by_test, the residual epilogue, fractions, certified,
+    # row_bits: not reached in s20c either) and the FFT's quarter-turn ones (the threshold now in
+    # points); the quarter turns against one product from 2**24 to 2**26 points; issue 16's
+    # table at the defaults (the residue GEMM's tiles on fftn 1024^3 left for later)
     gpu_tests gpu_backend_rest 120 tests/backends/test_cupy_backend.py -k "exact_by_test or epilogue_residuals \
         or exact_entries or certified_recomputes or row_bits or contiguous_and_assign" &
     gpu_tests gpu_fft_quarter 120 tests/fft/test_fft_gpu.py -k "quarter or butterfly4" &
@@ -526,38 +527,6 @@ elif [ "$profile" = s21e ]; then
         --sizes --repeats 3 --out "$W/fft_quarter_turns.json"
     stage fft_table 90 python3 -m bench.fft --cubes 256 512 1024 --batches 4096x1024 \
         --sizes 65536 1048576 --repeats 2 --out "$W/fft_table.json"
-elif [ "$profile" = s21d ]; then
-    # what run da86e14 (s21c) left, and its leads (about 480 s): the backend's last GPU tests
-    # (exact_by_test, the residual epilogue, fractions, certified, row_bits; not reached in
-    # s20c either) and the FFT's quarter-turn tests (the threshold now in points), the residue
-    # GEMM's 128 x 256 tile under its tests and the quarter turns' same bits; then the quarter
-    # turns against one product from 2**24 to 2**26 points, fftn 1024^3 at each tile, issue
-    # 11's GEMMs at each tile, and issue 16's table at the defaults
-    gpu_tests gpu_backend_rest 150 tests/backends/test_cupy_backend.py -k "exact_by_test or epilogue_residuals \
-        or exact_entries or certified_recomputes or row_bits or contiguous_and_assign or residues_of_parts" &
-    gpu_tests gpu_fft_quarter 150 tests/fft/test_fft_gpu.py -k "quarter or butterfly4" &
-    (export OZAKI_RESIDUE_GEMM_TILE=128x256
-     python3 -m ozaki build >> "$W/build.txt" 2>&1
-     gpu_tests gpu_tile_128x256 50 tests/backends/test_residue_gemm.py
-     gpu_tests gpu_tile_128x256_fft 100 tests/fft/test_fft_gpu.py -k "quarter_turns_same_bits_as_cpu and cutlass") &
-    wait
-    batches="16384x1024 32768x1024 65536x1024 16384x2048 32768x2048"
-    stage fft_one_product 30 env OZAKI_QUARTER_POINTS_MIN=1000000000000 python3 -m bench.fft --cubes --batches $batches \
-        --sizes --repeats 3 --out "$W/fft_one_product.json"
-    stage fft_quarter_turns 30 env OZAKI_QUARTER_POINTS_MIN=0 python3 -m bench.fft --cubes --batches $batches \
-        --sizes --repeats 3 --out "$W/fft_quarter_turns.json"
-    for t in 256x128 128x256; do
-        stage "fft_1024_tile_$t" 50 env OZAKI_RESIDUE_GEMM_TILE=$t python3 -m bench.fft --cubes 1024 --sizes \
-            --repeats 2 --out "$W/fft_1024_tile_$t.json"
-    done
-    gemm="--shapes 4096x64x64x64 256x256x256x256 16x1024x1024x1024 --no-emulated --samples 2 --repeats 5 --modes accurate"
-    stage gemm_tile_256x128 60 python3 -m bench.gemm --sizes 1024 2048 4096 8192 --families normal complex $gemm \
-        --out "$W/gemm_tile_256x128.json"
-    stage gemm_tile_128x256 40 env OZAKI_RESIDUE_GEMM_TILE=128x256 python3 -m bench.gemm --sizes 1024 2048 4096 8192 \
-        --families normal $gemm --out "$W/gemm_tile_128x256.json"
-    # (last: the stages above decide this session's defaults; 4e93d24 has the table before them)
-    stage fft_table 60 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
-        --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft_table.json"
 elif [ "$profile" = s20c ]; then
     # the budget left (about 240 s): the GPU tests of the changes, then fftn 1024^3 and a long
     # batch with the residue GEMM's integer reduction and with its float64 one
