@@ -517,7 +517,7 @@ elif [ "$profile" = s21e ]; then
     # points); the quarter turns against one product from 2**24 to 2**26 points; issue 16's
     # table at the defaults (the residue GEMM's tiles on fftn 1024^3 left for later)
     gpu_tests gpu_backend_rest 120 tests/backends/test_cupy_backend.py -k "exact_by_test or epilogue_residuals \
-        or exact_entries or certified_recomputes or row_bits or contiguous_and_assign" &
+        or exact_entries or certified_recomputes or row_bits or contiguous_and_assign or residues_of_parts" &
     gpu_tests gpu_fft_quarter 120 tests/fft/test_fft_gpu.py -k "quarter or butterfly4" &
     wait
     batches="16384x1024 32768x1024 65536x1024 16384x2048 32768x2048"
