@@ -252,7 +252,7 @@ def build_kernels():
     try:
         tile = native.residue_gemm_tile_defines()
         builds = [("residue GEMM", (("INTEGER_MOD", 1),) + tile)]
-        if not tile:                      # the float64 reduction: at the default tile alone
+        if not tile:                      # the float64 reduction: at the default tile alone (tested there)
             builds.append(("residue GEMM (FP64 reduction)", ()))
         for what, defines in builds:
             print(f"{what}: {native.build('residue_gemm.cu', defines)}")

@@ -654,9 +654,9 @@ def residue_gemm_defines():
     its tile (native.residue_gemm_tile_defines: OZAKI_RESIDUE_GEMM_TILE)."""
     tile = native.residue_gemm_tile_defines()
     if not _new_kernel("residue_int_mod"):
-        if tile:
+        if tile:   # (its failures there in run da86e14 were gemm_residues passing it the integer table)
             raise ValueError("the residue GEMM's float64 reduction (OZAKI_NEW_KERNELS without residue_int_mod) "
-                             "runs at the 256x128 tile only; unset OZAKI_RESIDUE_GEMM_TILE")
+                             "is tested at the 256x128 tile only; unset OZAKI_RESIDUE_GEMM_TILE")
         return ()
     return (("INTEGER_MOD", 1),) + tile
 
@@ -752,7 +752,10 @@ def gemm_residues(Ra, Rbt, m, batch=1):
         else:
             matrices, count, repeat = range(batch), b, 1
             a_plane, b_plane, d_plane = Ra.strides[0], Rbt.strides[0], batch * mm * ld
-        moduli, inverses = _moduli_arrays(m, _device(), repeat, bool(residue_gemm_defines()))
+        # the integer build's table or the float64 build's p and 1/p: by the reduction alone (run
+        # da86e14 keyed it on any define, so the float64 build at another tile read the table)
+        integer = ("INTEGER_MOD", 1) in residue_gemm_defines()
+        moduli, inverses = _moduli_arrays(m, _device(), repeat, integer)
         ws_bytes = lib.ozaki_residue_gemm_workspace(mm, ld, kp, count)
         ws = cupy.empty(max(ws_bytes, 1), dtype=cupy.uint8)
         stream = cupy.cuda.get_current_stream().ptr

@@ -71,12 +71,6 @@ namespace ozaki {
 #ifndef INTEGER_MOD
 #define INTEGER_MOD 0
 #endif
-// The float64 reduction at the other tiles (128 x 128 ping-pong, 128 x 256) wrote the first
-// modulus' plane right and left the others' untouched (H100, run da86e14: 9 of 11 cases
-// failed at each, the integer build's 11 passed): it is built at the tested tile alone.
-#if !INTEGER_MOD && (TILE_M != 256 || TILE_N != 128 || PINGPONG)
-#error "residue_gemm.cu: the float64 reduction (INTEGER_MOD 0) is built at the 256 x 128 cooperative tile only"
-#endif
 
 template <class T>
 struct SymmetricMod;
