@@ -648,6 +648,7 @@ RESIDUE_GEMM_CUBLAS_SIDE = 4096
 # Per build (residue_gemm_defines()): "lib": the loaded library, or "why": why it cannot load.
 _RESIDUE_GEMM = collections.defaultdict(dict)
 
+
 def residue_gemm_defines():
     """The residue GEMM's build: its epilogue's modular reduction on the integer pipes
     (residue_gemm.cu INTEGER_MOD, NEW_KERNELS residue_int_mod) or on the FP64 pipe, and
