@@ -447,8 +447,8 @@ def flags_found(flags_a, flags_b, host=True):
 # Run 2026-12-07 (H100, bench/results/2026-12-07-70d50c8-h100: the quarter turns' same bits on
 # every path, the interleaved epilogue into views, butterfly4 and the epilogue kernels, 57
 # passed), with the quarter turns' row blocks written in place by their epilogue:
-#   quarter_products, residue_quarters  on, from QUARTER_POINTS_MIN points a product: fftn 1024^3 834 against
-#                     934 ms a call (bench.kernel_times; its GEMMs 305 against 440, the float64
+#   quarter_products, residue_quarters  on, from 65536 rows a product (QUARTER_POINTS_MIN
+#                     since): fftn 1024^3 834 against 934 ms a call (bench.kernel_times; its GEMMs 305 against 440, the float64
 #                     copies no more than one product's); batches of 1024 points, against one
 #                     product: 4096 rows 2.91 against 2.22 ms, 16384 5.94 against 5.66, 65536
 #                     18.0 against 19.5; 2048 x 2048 3.40 against 2.48
@@ -662,12 +662,13 @@ def residue_gemm_defines():
     return (("INTEGER_MOD", 1),) + tile
 
 
-def _residue_gemm_library(build=True):
+def _residue_gemm_library(build=True, defines=None):
     """(library, None) when the residue GEMM runs on this device, else (None, why).
     ``build``: compile it if it is not in the cache yet (about a minute of nvcc); "auto"
     passes False, so a product never waits for a compile it did not ask for (a forced
-    path="cutlass", residue_gemm_available() or ``python -m ozaki build`` builds it)."""
-    defines = residue_gemm_defines()
+    path="cutlass", residue_gemm_available() or ``python -m ozaki build`` builds it).
+    ``defines``: the build (residue_gemm_defines(), read here when not given)."""
+    defines = residue_gemm_defines() if defines is None else defines
     known = _RESIDUE_GEMM[defines]
     if "lib" in known:
         return known["lib"], None
@@ -734,7 +735,8 @@ def gemm_residues(Ra, Rbt, m, batch=1):
     mm, n = rows // batch, Rbt.shape[1] // batch
     if max(mm, n + RESIDUE_ROW_ALIGN) >= 2 ** 31:
         raise ValueError(f"the residue GEMM takes fewer than 2**31 rows a side, got {mm} x {n}")
-    lib, why = _residue_gemm_library()
+    defines = residue_gemm_defines()
+    lib, why = _residue_gemm_library(defines=defines)
     if lib is None:
         raise RuntimeError(f"path='cutlass' cannot run: {why}")
     ld = -(-n // RESIDUE_ROW_ALIGN) * RESIDUE_ROW_ALIGN
@@ -753,10 +755,10 @@ def gemm_residues(Ra, Rbt, m, batch=1):
         else:
             matrices, count, repeat = range(batch), b, 1
             a_plane, b_plane, d_plane = Ra.strides[0], Rbt.strides[0], batch * mm * ld
-        # the integer build's table or the float64 build's p and 1/p: by the reduction alone (run
-        # da86e14 keyed it on any define, so the float64 build at another tile read the table)
-        integer = ("INTEGER_MOD", 1) in residue_gemm_defines()
-        moduli, inverses = _moduli_arrays(m, _device(), repeat, integer)
+        # the loaded build's own arguments: the integer build's table or the float64 build's p
+        # and 1/p, by its reduction alone (run da86e14 keyed it on any define, so the float64
+        # build at another tile read the table)
+        moduli, inverses = _moduli_arrays(m, _device(), repeat, ("INTEGER_MOD", 1) in defines)
         ws_bytes = lib.ozaki_residue_gemm_workspace(mm, ld, kp, count)
         ws = cupy.empty(max(ws_bytes, 1), dtype=cupy.uint8)
         stream = cupy.cuda.get_current_stream().ptr

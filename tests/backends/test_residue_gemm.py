@@ -20,7 +20,7 @@ def reduction(request, monkeypatch):
         pytest.skip("the float64 reduction is built at the default tile only")
     on = [n for n in cupy_backend.NEW_KERNELS_ON if n != "residue_int_mod"]
     monkeypatch.setenv("OZAKI_NEW_KERNELS", ",".join(on + (["residue_int_mod"] if request.param == "integer" else [])))
-    # at the tile OZAKI_RESIDUE_GEMM_TILE names (device_run's s21b runs these tests at each)
+    # at the tile OZAKI_RESIDUE_GEMM_TILE names (run da86e14 ran these tests at each)
     defines = ((("INTEGER_MOD", 1),) if request.param == "integer" else ()) + native.residue_gemm_tile_defines()
     assert cupy_backend.residue_gemm_defines() == defines
     yield request.param

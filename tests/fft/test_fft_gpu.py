@@ -261,7 +261,7 @@ def test_quarter_turns_same_bits_as_cpu(rng, monkeypatch, path):
     """Direct products with the quarter turns (scheme._quarter_product) on every product path,
     whole and blocked over rows: the CPU's bits, which are the one-product bits
     (tests/fft/test_fft.py), and the quarter-turn path ran on the GPU (from its
-    QUARTER_MIN, 1024 points, and here from any rows; the 256-point case takes one product
+    QUARTER_MIN, 1024 points, and here at any size; the 256-point case takes one product
     there, the same bits)."""
     cupy = pytest.importorskip("cupy")
     import ozaki
