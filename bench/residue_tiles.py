@@ -91,8 +91,8 @@ def main(argv=None):
         print(f"{kind:6s} {spec:>10s}: native {times[-1]:8.3f} | "
               + " | ".join(f"{t} {ms:8.3f}" for t, ms in row["ms"].items())
               + f" | same bits {all(same)}", flush=True)
+        common.write_json(a.out, {"meta": common.meta(), "tiles": tiles, "rows": rows})   # each row as it comes
     os.environ.pop("OZAKI_RESIDUE_GEMM_TILE", None)
-    common.write_json(a.out, {"meta": common.meta(), "tiles": tiles, "rows": rows})
 
 
 if __name__ == "__main__":
