@@ -185,11 +185,14 @@
 #             (the float64 one's table mended), the CUDA graphs' tests (their key now holds the
 #             call-time settings) and the tiles side by side in one process (bench.residue_tiles:
 #             issue 11's small products, two FFT batches, fftn 1024^3; about 420 s)
+#   s22b      issue 11's table on "auto" (squares 1024..16384, the three stacks, the two skinny
+#             products at accurate, accurate:15, accurate:14 and fast, DMMCH on 8 entries), ZGEMM
+#             2048..8192, the fp8 substrate against int8 at 8192 and 16384 (about 330 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -515,6 +518,14 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
     stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
     stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
         --repeats 2 --out "$W/fft_1024_one_product.json"
+elif [ "$profile" = s22b ]; then
+    stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --shapes 4096x64x64x64 \
+        256x256x256x256 16x1024x1024x1024 1x16384x256x16384 1x16384x16384x64 --families normal --no-emulated \
+        --samples 8 --modes accurate accurate:15 accurate:14 fast --out "$W/gemm.json"
+    stage zgemm 50 python3 -m bench.gemm --sizes 2048 4096 8192 --families complex --no-emulated --samples 8 \
+        --modes accurate accurate:15 --out "$W/zgemm.json"
+    stage gemm_fp8 80 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 4 \
+        --substrates int8 fp8 --modes accurate --out "$W/gemm_fp8.json"
 elif [ "$profile" = s22a ]; then
     gpu_tests gpu_backend_rest 130 tests/backends/test_cupy_backend.py tests/backends/test_graphs.py -k "exact_by_test \
         or epilogue_residuals or exact_entries or certified_recomputes or row_bits or contiguous_and_assign \
