@@ -185,6 +185,9 @@
 #             (the float64 one's table mended), the CUDA graphs' tests (their key now holds the
 #             call-time settings) and the tiles side by side in one process (bench.residue_tiles:
 #             issue 11's small products, two FFT batches, fftn 1024^3; about 420 s)
+#   s22c      s22a and the big products of s22b in one call (device starts kept failing; about
+#             520 s): s22a's tests, tiles and FFT tables, then squares 8192 and 16384 and ZGEMM 8192
+#             at accurate and accurate:14 (DMMCH on 8 entries)
 #   s22b      issue 11's table on "auto" (squares 1024..16384, the three stacks, the two skinny
 #             products at accurate, accurate:15, accurate:14 and fast, DMMCH on 8 entries), ZGEMM
 #             2048..8192, the fp8 substrate against int8 at 8192 and 16384 (about 330 s)
@@ -192,7 +195,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -526,7 +529,7 @@ elif [ "$profile" = s22b ]; then
         --modes accurate accurate:15 --out "$W/zgemm.json"
     stage gemm_fp8 80 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 4 \
         --substrates int8 fp8 --modes accurate --out "$W/gemm_fp8.json"
-elif [ "$profile" = s22a ]; then
+elif [ "$profile" = s22a ] || [ "$profile" = s22c ]; then
     gpu_tests gpu_backend_rest 130 tests/backends/test_cupy_backend.py tests/backends/test_graphs.py -k "exact_by_test \
         or epilogue_residuals or exact_entries or certified_recomputes or row_bits or contiguous_and_assign \
         or residues_of_parts or call_setting" &
@@ -541,6 +544,12 @@ elif [ "$profile" = s22a ]; then
         --sizes --repeats 3 --out "$W/fft_one_product.json"
     stage fft_quarter_turns 30 env OZAKI_QUARTER_POINTS_MIN=0 python3 -m bench.fft --cubes --batches $batches \
         --sizes --repeats 3 --out "$W/fft_quarter_turns.json"
+    if [ "$profile" = s22c ]; then
+        stage gemm 70 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated \
+            --samples 8 --modes accurate accurate:14 --out "$W/gemm.json"
+        stage zgemm 40 python3 -m bench.gemm --sizes 8192 --families complex --no-emulated --samples 8 \
+            --modes accurate accurate:14 --out "$W/zgemm.json"
+    fi
     stage fft_table 90 python3 -m bench.fft --cubes 256 512 1024 --batches 4096x1024 \
         --sizes 65536 1048576 --repeats 2 --out "$W/fft_table.json"
 elif [ "$profile" = s21e ]; then
