@@ -1,7 +1,7 @@
 """What a GPU run would pay, counted on the CPU: products, backend passes, launches, host syncs.
 
     python -m bench.counts                 # the FFT shapes and a refinement at n = 4096
-    python -m bench.counts --fft 65536     # one FFT shape; --linalg 1024 for a smaller solve
+    python -m bench.counts --fft 2^16      # one FFT case (names: FFT_CASES); --linalg 1024 for a smaller solve
 
 On the GPU every ozaki product costs ~1.2-1.5 ms of host work (the plan's ~60
 CuPy operations) before its kernels, and every host synchronization stalls the
@@ -205,7 +205,7 @@ def _row(label, counts, seconds, extra=""):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--fft", nargs="*", default=list(FFT_CASES), help=f"FFT cases: {list(FFT_CASES)}")
+    p.add_argument("--fft", nargs="*", default=list(FFT_CASES), choices=list(FFT_CASES), help=f"FFT cases: {list(FFT_CASES)}")
     p.add_argument("--linalg", type=int, default=4096, help="order of the solve (0: none)")
     args = p.parse_args(argv)
     print("| call | " + " | ".join(COLUMNS) + " | CPU time |")
