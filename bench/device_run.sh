@@ -188,6 +188,10 @@
 #   s22c      s22a and the big products of s22b in one call (device starts kept failing; about
 #             520 s): s22a's tests, tiles and FFT tables, then squares 8192 and 16384 and ZGEMM 8192
 #             at accurate and accurate:14 (DMMCH on 8 entries)
+#   s22d      what 446 s of device time left allows (about 230 s): the GPU tests of the session's
+#             changes (the residue GEMM at its two other tiles in both reductions, the CUDA graphs'
+#             call settings; the backend's and the quarter turns' tests s21c did not reach) in
+#             parallel, then the tiles side by side on issue 11's small products and the batch
 #   s22b      issue 11's table on "auto" (squares 1024..16384, the three stacks, the two skinny
 #             products at accurate, accurate:15, accurate:14 and fast, DMMCH on 8 entries), ZGEMM
 #             2048..8192, the fp8 substrate against int8 at 8192 and 16384 (about 330 s)
@@ -195,7 +199,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -529,6 +533,16 @@ elif [ "$profile" = s22b ]; then
         --modes accurate accurate:15 --out "$W/zgemm.json"
     stage gemm_fp8 80 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 4 \
         --substrates int8 fp8 --modes accurate --out "$W/gemm_fp8.json"
+elif [ "$profile" = s22d ]; then
+    gpu_tests gpu_backend_rest 120 tests/backends/test_cupy_backend.py tests/backends/test_graphs.py -k "exact_by_test \
+        or epilogue_residuals or exact_entries or certified_recomputes or row_bits or contiguous_and_assign \
+        or residues_of_parts or call_setting" &
+    gpu_tests gpu_fft_quarter 120 tests/fft/test_fft_gpu.py -k "quarter or butterfly4" &
+    for tile in 128x256 128x128-pingpong; do
+        ( export OZAKI_RESIDUE_GEMM_TILE=$tile; gpu_tests "gpu_residue_gemm_$tile" 90 tests/backends/test_residue_gemm.py ) &
+    done
+    wait
+    stage residue_tiles 100 python3 -m bench.residue_tiles --out "$W/residue_tiles.json"
 elif [ "$profile" = s22a ] || [ "$profile" = s22c ]; then
     gpu_tests gpu_backend_rest 130 tests/backends/test_cupy_backend.py tests/backends/test_graphs.py -k "exact_by_test \
         or epilogue_residuals or exact_entries or certified_recomputes or row_bits or contiguous_and_assign \
