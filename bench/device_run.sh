@@ -192,6 +192,8 @@
 #             changes (the residue GEMM at its two other tiles in both reductions, the CUDA graphs'
 #             call settings; the backend's and the quarter turns' tests s21c did not reach) in
 #             parallel, then the tiles side by side on issue 11's small products and the batch
+#   s22e      the last 266 s: the residue GEMM's tests at its two other tiles (both reductions) and
+#             the CUDA graphs' call-setting test, in parallel (about 100 s)
 #   s22b      issue 11's table on "auto" (squares 1024..16384, the three stacks, the two skinny
 #             products at accurate, accurate:15, accurate:14 and fast, DMMCH on 8 entries), ZGEMM
 #             2048..8192, the fp8 substrate against int8 at 8192 and 16384 (about 330 s)
@@ -199,7 +201,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -533,6 +535,12 @@ elif [ "$profile" = s22b ]; then
         --modes accurate accurate:15 --out "$W/zgemm.json"
     stage gemm_fp8 80 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 4 \
         --substrates int8 fp8 --modes accurate --out "$W/gemm_fp8.json"
+elif [ "$profile" = s22e ]; then
+    gpu_tests gpu_graphs 90 tests/backends/test_graphs.py -k call_setting &
+    for tile in 128x256 128x128-pingpong; do
+        ( export OZAKI_RESIDUE_GEMM_TILE=$tile; gpu_tests "gpu_residue_gemm_$tile" 90 tests/backends/test_residue_gemm.py ) &
+    done
+    wait
 elif [ "$profile" = s22d ]; then
     gpu_tests gpu_backend_rest 120 tests/backends/test_cupy_backend.py tests/backends/test_graphs.py -k "exact_by_test \
         or epilogue_residuals or exact_entries or certified_recomputes or row_bits or contiguous_and_assign \
