@@ -662,14 +662,10 @@ def residue_gemm_defines():
     """The residue GEMM's build: its epilogue's modular reduction on the integer pipes
     (residue_gemm.cu INTEGER_MOD, NEW_KERNELS residue_int_mod) or on the FP64 pipe, and
     its tile (native.residue_gemm_tile_defines: OZAKI_RESIDUE_GEMM_TILE)."""
-    tile = native.residue_gemm_tile_defines()
-    if not _new_kernel("residue_int_mod"):
-        if tile:   # (its failures there in run da86e14 were gemm_residues passing it the integer
-            # table, mended since; no device was lent in sessions 22 and 23 to rerun its tests)
-            raise ValueError("the residue GEMM's float64 reduction (OZAKI_NEW_KERNELS without residue_int_mod) "
-                             "is tested at the 256x128 tile only; unset OZAKI_RESIDUE_GEMM_TILE")
-        return ()
-    return (("INTEGER_MOD", 1),) + tile
+    # (the float64 reduction's failures at the other tiles in run da86e14 were gemm_residues
+    # passing it the integer build's table)
+    integer = (("INTEGER_MOD", 1),) if _new_kernel("residue_int_mod") else ()
+    return integer + native.residue_gemm_tile_defines()
 
 
 def _residue_gemm_library(build=True, defines=None):
