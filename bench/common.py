@@ -41,21 +41,29 @@ def time_paired(fn, native, warmup=1, repeats=7):
     cap): run 548cb4a sampled SM clocks of 1230-1920 MHz within five calls of one product,
     and native DGEMM at n = 16384 took 162-202 ms call to call, so a ratio of two medians
     measured one after the other partly measures the time between them."""
+    return tuple(time_rounds((fn, native), warmup, repeats))
+
+
+def time_rounds(fns, warmup=1, repeats=7):
+    """The median ms of each of ``fns``, timed in rounds of one call each (the order
+    reversed every other round): time_paired for any number of functions."""
     import cupy
+    fns = list(fns)
     for _ in range(warmup):
-        fn()
-        native()
+        for f in fns:
+            f()
     cupy.cuda.Device().synchronize()
-    times = {fn: [], native: []}
+    times = [[] for _ in fns]
     for r in range(repeats):
-        for f in ((fn, native) if r % 2 == 0 else (native, fn)):
+        order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))
+        for i in order:
             start, end = cupy.cuda.Event(), cupy.cuda.Event()
             start.record()
-            f()
+            fns[i]()
             end.record()
             end.synchronize()
-            times[f].append(cupy.cuda.get_elapsed_time(start, end))
-    return float(np.median(times[fn])), float(np.median(times[native]))
+            times[i].append(cupy.cuda.get_elapsed_time(start, end))
+    return [float(np.median(t)) for t in times]
 
 
 BACKEND_STEPS = ("scan_rows", "residues", "transposed", "gemm", "fp8_operands", "fp8_products", "fp8_recombine",

@@ -180,11 +180,28 @@
 #   s21e      what run da86e14 (s21c: lane pairs, the residue GEMM's tiles) left, in the 410 s of
 #             device time left: the GPU tests it did not reach, the quarter turns by points, issue
 #             16's table (about 300 s)
+#   s22a      s21e (the GPU tests run da86e14 did not reach, the quarter turns by points, issue
+#             16's table) with the residue GEMM's tests at its other two tiles in both reductions
+#             (the float64 one's table mended), the CUDA graphs' tests (their key now holds the
+#             call-time settings) and the tiles side by side in one process (bench.residue_tiles:
+#             issue 11's small products, two FFT batches, fftn 1024^3; about 420 s)
+#   s22c      s22a and the big products of s22b in one call (device starts kept failing; about
+#             520 s): s22a's tests, tiles and FFT tables, then squares 8192 and 16384 and ZGEMM 8192
+#             at accurate and accurate:14 (DMMCH on 8 entries)
+#   s22d      what 446 s of device time left allows (about 230 s): the GPU tests of the session's
+#             changes (the residue GEMM at its two other tiles in both reductions, the CUDA graphs'
+#             call settings; the backend's and the quarter turns' tests s21c did not reach) in
+#             parallel, then the tiles side by side on issue 11's small products and the batch
+#   s22e      the last 266 s: the residue GEMM's tests at its two other tiles (both reductions) and
+#             the CUDA graphs' call-setting test, in parallel (about 100 s)
+#   s22b      issue 11's table on "auto" (squares 1024..16384, the three stacks, the two skinny
+#             products at accurate, accurate:15, accurate:14 and fast, DMMCH on 8 entries), ZGEMM
+#             2048..8192, the fp8 substrate against int8 at 8192 and 16384 (about 330 s)
 # (Older profiles are in git history: quick, probe, check, final, fft, extra, crt; an unknown name stops.)
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -510,6 +527,53 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
     stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
     stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
         --repeats 2 --out "$W/fft_1024_one_product.json"
+elif [ "$profile" = s22b ]; then
+    stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --shapes 4096x64x64x64 \
+        256x256x256x256 16x1024x1024x1024 1x16384x256x16384 1x16384x16384x64 --families normal --no-emulated \
+        --samples 8 --modes accurate accurate:15 accurate:14 fast --out "$W/gemm.json"
+    stage zgemm 50 python3 -m bench.gemm --sizes 2048 4096 8192 --families complex --no-emulated --samples 8 \
+        --modes accurate accurate:15 --out "$W/zgemm.json"
+    stage gemm_fp8 80 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 4 \
+        --substrates int8 fp8 --modes accurate --out "$W/gemm_fp8.json"
+elif [ "$profile" = s22e ]; then
+    gpu_tests gpu_graphs 90 tests/backends/test_graphs.py -k call_setting &
+    for tile in 128x256 128x128-pingpong; do
+        ( export OZAKI_RESIDUE_GEMM_TILE=$tile; gpu_tests "gpu_residue_gemm_$tile" 90 tests/backends/test_residue_gemm.py ) &
+    done
+    wait
+elif [ "$profile" = s22d ]; then
+    gpu_tests gpu_backend_rest 120 tests/backends/test_cupy_backend.py tests/backends/test_graphs.py -k "exact_by_test \
+        or epilogue_residuals or exact_entries or certified_recomputes or row_bits or contiguous_and_assign \
+        or residues_of_parts or call_setting" &
+    gpu_tests gpu_fft_quarter 120 tests/fft/test_fft_gpu.py -k "quarter or butterfly4" &
+    for tile in 128x256 128x128-pingpong; do
+        ( export OZAKI_RESIDUE_GEMM_TILE=$tile; gpu_tests "gpu_residue_gemm_$tile" 90 tests/backends/test_residue_gemm.py ) &
+    done
+    wait
+    stage residue_tiles 100 python3 -m bench.residue_tiles --out "$W/residue_tiles.json"
+elif [ "$profile" = s22a ] || [ "$profile" = s22c ]; then
+    gpu_tests gpu_backend_rest 130 tests/backends/test_cupy_backend.py tests/backends/test_graphs.py -k "exact_by_test \
+        or epilogue_residuals or exact_entries or certified_recomputes or row_bits or contiguous_and_assign \
+        or residues_of_parts or call_setting" &
+    gpu_tests gpu_fft_quarter 130 tests/fft/test_fft_gpu.py -k "quarter or butterfly4" &
+    for tile in 128x256 128x128-pingpong; do
+        ( export OZAKI_RESIDUE_GEMM_TILE=$tile; gpu_tests "gpu_residue_gemm_$tile" 60 tests/backends/test_residue_gemm.py )
+    done &
+    wait
+    stage residue_tiles 130 python3 -m bench.residue_tiles --cubes 1024 --out "$W/residue_tiles.json"
+    batches="16384x1024 32768x1024 65536x1024 16384x2048 32768x2048"
+    stage fft_one_product 30 env OZAKI_QUARTER_POINTS_MIN=1000000000000 python3 -m bench.fft --cubes --batches $batches \
+        --sizes --repeats 3 --out "$W/fft_one_product.json"
+    stage fft_quarter_turns 30 env OZAKI_QUARTER_POINTS_MIN=0 python3 -m bench.fft --cubes --batches $batches \
+        --sizes --repeats 3 --out "$W/fft_quarter_turns.json"
+    if [ "$profile" = s22c ]; then
+        stage gemm 70 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated \
+            --samples 8 --modes accurate accurate:14 --out "$W/gemm.json"
+        stage zgemm 40 python3 -m bench.gemm --sizes 8192 --families complex --no-emulated --samples 8 \
+            --modes accurate accurate:14 --out "$W/zgemm.json"
+    fi
+    stage fft_table 90 python3 -m bench.fft --cubes 256 512 1024 --batches 4096x1024 \
+        --sizes 65536 1048576 --repeats 2 --out "$W/fft_table.json"
 elif [ "$profile" = s21e ]; then
     # what run da86e14 (s21c) left, in the 410 s of device time left (about 300 s): the
     # backend's last GPU tests (exact_by_test, the residual epilogue, fractions, certified,
@@ -840,6 +904,7 @@ tar czf "$OUT/results.tgz" -C "$W" .
 {
 echo "== stages =="; cat "$W/stages.txt"
 [ -f "$W/native.txt" ] && { echo "== native =="; tail -5 "$W/native.txt"; }
+[ -f "$W/residue_tiles.txt" ] && { echo "== residue GEMM tiles, one process =="; grep -E "native|Error|error" "$W/residue_tiles.txt"; }
 [ -f "$W/residue_gemm.txt" ] && { echo "== GEMM step: cuBLAS vs CUTLASS residues =="; grep -E "TOPS|Error|error" "$W/residue_gemm.txt"; }
 echo "== GPU tests =="; for f in "$W"/gpu_*.txt; do echo "$(basename $f):"; grep -E "passed|failed|Error|assert" "$f" | tail -12; done
 echo "== durations =="; grep -h -A10 "slowest" "$W"/gpu_*.txt | head -24

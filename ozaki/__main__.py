@@ -246,14 +246,11 @@ def build_kernels():
     """``python -m ozaki build``: the native libraries into the cache; 0 built, 1 not.  The
     residue GEMM in both of its builds (its modular reduction on the integer pipes, the
     default, and on the FP64 pipe: cupy_backend.residue_gemm_defines), at the tile
-    $OZAKI_RESIDUE_GEMM_TILE names (native.residue_gemm_tile_defines; another tile than the
-    default builds the integer reduction alone)."""
+    $OZAKI_RESIDUE_GEMM_TILE names (native.residue_gemm_tile_defines)."""
     from .backends import native
     try:
         tile = native.residue_gemm_tile_defines()
-        builds = [("residue GEMM", (("INTEGER_MOD", 1),) + tile)]
-        if not tile:                      # the float64 reduction: at the default tile alone (tested there)
-            builds.append(("residue GEMM (FP64 reduction)", ()))
+        builds = [("residue GEMM", (("INTEGER_MOD", 1),) + tile), ("residue GEMM (FP64 reduction)", tile)]
         for what, defines in builds:
             print(f"{what}: {native.build('residue_gemm.cu', defines)}")
         return 0

@@ -45,7 +45,6 @@ from ..crt import crt_bound_float, crt_constants
 from ..crt import moduli as _moduli
 from . import graphs, native, numpy_backend
 from .kernel_tables import constant_tables as _constant_tables, residue_gemm_table
-from .graphs import replayed  # noqa: F401  (a backend step: scheme._stack_piece)
 
 xp = cupy
 name = "cupy"
@@ -487,6 +486,16 @@ def _new_kernel(name):
     return "all" in names or name in names
 
 
+# The settings read at each call that change which kernels a product launches (and so what
+# a CUDA graph holds): a graph captured under others must not replay under these.
+CALL_SETTINGS = ("OZAKI_NEW_KERNELS", "OZAKI_EPILOGUE_VEC", "OZAKI_RESIDUE_GEMM_TILE")
+
+
+def replayed(key, finite, A, B):
+    """graphs.replayed (a backend step: scheme._stack_piece), its key with CALL_SETTINGS."""
+    return graphs.replayed(key + tuple(os.environ.get(name) for name in CALL_SETTINGS), finite, A, B)
+
+
 def quarter_products():
     """Whether products with a DFT matrix may run as scheme._quarter_product here."""
     return _new_kernel("quarter_products")
@@ -653,13 +662,10 @@ def residue_gemm_defines():
     """The residue GEMM's build: its epilogue's modular reduction on the integer pipes
     (residue_gemm.cu INTEGER_MOD, NEW_KERNELS residue_int_mod) or on the FP64 pipe, and
     its tile (native.residue_gemm_tile_defines: OZAKI_RESIDUE_GEMM_TILE)."""
-    tile = native.residue_gemm_tile_defines()
-    if not _new_kernel("residue_int_mod"):
-        if tile:   # (its failures there in run da86e14 were gemm_residues passing it the integer table)
-            raise ValueError("the residue GEMM's float64 reduction (OZAKI_NEW_KERNELS without residue_int_mod) "
-                             "is tested at the 256x128 tile only; unset OZAKI_RESIDUE_GEMM_TILE")
-        return ()
-    return (("INTEGER_MOD", 1),) + tile
+    # (the float64 reduction's failures at the other tiles in run da86e14 were gemm_residues
+    # passing it the integer build's table)
+    integer = (("INTEGER_MOD", 1),) if _new_kernel("residue_int_mod") else ()
+    return integer + native.residue_gemm_tile_defines()
 
 
 def _residue_gemm_library(build=True, defines=None):

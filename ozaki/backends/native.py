@@ -40,10 +40,7 @@ RESIDUE_GEMM_TILES = {"256x128": (), "128x256": (("TILE_M", 128), ("TILE_N", 256
 
 def residue_gemm_tile_defines():
     """The defines of the residue GEMM's tile: $OZAKI_RESIDUE_GEMM_TILE (read at each call),
-    a key of RESIDUE_GEMM_TILES, by default 256x128.  The other tiles build the integer
-    reduction only: the float64 one is tested at the default alone (its failures at the
-    others in run da86e14 were the caller's: cupy_backend.gemm_residues passed it the
-    integer build's table, mended since, not rerun)."""
+    a key of RESIDUE_GEMM_TILES, by default 256x128."""
     tile = os.environ.get("OZAKI_RESIDUE_GEMM_TILE", "256x128")
     if tile not in RESIDUE_GEMM_TILES:
         raise ValueError(f"OZAKI_RESIDUE_GEMM_TILE must be one of {', '.join(RESIDUE_GEMM_TILES)}; not {tile!r}")

@@ -132,3 +132,17 @@ def test_replays_on_the_residue_gemm(rng, graphs, case):
     assert len(graphs._graphs) == 1, "the repeated shape was not captured"
     for c, (cpu, gpu) in enumerate(results):
         assert same_bits(cpu, cupy.asnumpy(gpu)), c
+
+
+def test_a_call_setting_changed_takes_a_graph_of_its_own(rng, graphs, monkeypatch):
+    """OZAKI_EPILOGUE_VEC and the others of cupy_backend.CALL_SETTINGS are read at each
+    call: a shape replayed under one value is captured anew under another, never replayed
+    with the other's kernels (the bits stay the CPU's)."""
+    import cupy
+    for vec in ("1", "2"):
+        monkeypatch.setenv("OZAKI_EPILOGUE_VEC", vec)
+        for A, B in draws(rng, (64, 48), (48, 64), False, 3):
+            assert same_bits(ozaki.matmul(A, B), cupy.asnumpy(ozaki.matmul(cupy.asarray(A), cupy.asarray(B))))
+    assert len(graphs._graphs) == 2
+    # a key ends (..., NEW_KERNELS, EPILOGUE_VEC, RESIDUE_GEMM_TILE, device)
+    assert sorted(key[-3] for key in graphs._graphs) == ["1", "2"], list(graphs._graphs)

@@ -131,16 +131,16 @@ def test_build_command_without_nvcc(tmp_path, monkeypatch, capsys):
 
 
 def test_build_command_at_a_tile(env, monkeypatch):
-    """OZAKI_RESIDUE_GEMM_TILE: python -m ozaki build compiles that tile's integer build (its
-    defines on the command line, under its own key; no float64 build there); a name not in
-    RESIDUE_GEMM_TILES is refused."""
+    """OZAKI_RESIDUE_GEMM_TILE: python -m ozaki build compiles that tile's two builds (its
+    defines on the command line, under their own keys); a name not in RESIDUE_GEMM_TILES is
+    refused."""
     from ozaki.__main__ import main
     monkeypatch.setenv("OZAKI_RESIDUE_GEMM_TILE", "128x128-pingpong")
     tile = native.RESIDUE_GEMM_TILES["128x128-pingpong"]
     assert native.residue_gemm_tile_defines() == tile == (("TILE_M", 128), ("TILE_N", 128), ("PINGPONG", 1))
     assert main(["build"]) == 0
-    assert native.built("residue_gemm.cu", (("INTEGER_MOD", 1),) + tile)
-    assert not native.built("residue_gemm.cu", tile) and not native.built("residue_gemm.cu")   # no float64 build there
+    assert native.built("residue_gemm.cu", (("INTEGER_MOD", 1),) + tile) and native.built("residue_gemm.cu", tile)
+    assert not native.built("residue_gemm.cu")             # not the default tile's
     assert all("-DPINGPONG=1" in line for line in env.read_text().splitlines())
     monkeypatch.setenv("OZAKI_RESIDUE_GEMM_TILE", "64x64")
     with pytest.raises(ValueError, match="OZAKI_RESIDUE_GEMM_TILE"):

@@ -13,11 +13,8 @@ pytestmark = pytest.mark.gpu
 @pytest.fixture(autouse=True, params=["integer", "float64"])
 def reduction(request, monkeypatch):
     """Every test on both builds: the epilogue's reduction on the integer pipes
-    (INTEGER_MOD, NEW_KERNELS residue_int_mod) and on the FP64 pipe (at the default tile: the
-    only one it is built at)."""
+    (INTEGER_MOD, NEW_KERNELS residue_int_mod) and on the FP64 pipe."""
     from ozaki.backends import cupy_backend, native
-    if request.param == "float64" and native.residue_gemm_tile_defines():
-        pytest.skip("the float64 reduction is built at the default tile only")
     on = [n for n in cupy_backend.NEW_KERNELS_ON if n != "residue_int_mod"]
     monkeypatch.setenv("OZAKI_NEW_KERNELS", ",".join(on + (["residue_int_mod"] if request.param == "integer" else [])))
     # at the tile OZAKI_RESIDUE_GEMM_TILE names (run da86e14 ran these tests at each)
