@@ -194,6 +194,10 @@
 #             parallel, then the tiles side by side on issue 11's small products and the batch
 #   s22e      the last 266 s: the residue GEMM's tests at its two other tiles (both reductions) and
 #             the CUDA graphs' call-setting test, in parallel (about 100 s)
+#   s24a      run 2a5d1c7 put the quarter turns ahead of one product from 2**24 points (1024 and
+#             2048): the GPU quarter-turn tests from 256 points, then one product against the
+#             quarter turns from 2**22 points and at 256 and 512 points (OZAKI_GPU_QUARTER_MIN),
+#             issue 11's small products at accurate (about 250 s)
 #   s22b      issue 11's table on "auto" (squares 1024..16384, the three stacks, the two skinny
 #             products at accurate, accurate:15, accurate:14 and fast, DMMCH on 8 entries), ZGEMM
 #             2048..8192, the fp8 substrate against int8 at 8192 and 16384 (about 330 s)
@@ -201,7 +205,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -527,6 +531,15 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
     stage kernels_batch 30 python3 -m bench.kernel_times batch 4096x1024
     stage fft_1024_one_product 45 env OZAKI_QUARTER_MIN=1000000000 python3 -m bench.fft --cubes 1024 --sizes \
         --repeats 2 --out "$W/fft_1024_one_product.json"
+elif [ "$profile" = s24a ]; then
+    gpu_tests gpu_fft_quarter 130 tests/fft/test_fft_gpu.py -k "quarter or butterfly4"
+    batches="4096x1024 8192x1024 16384x1024 4096x2048 8192x2048 32768x512 65536x512 131072x512 65536x256 262144x256"
+    stage fft_one_product 60 env OZAKI_QUARTER_POINTS_MIN=1000000000000 python3 -m bench.fft --cubes 256 512 \
+        --batches $batches --sizes --repeats 3 --out "$W/fft_one_product.json"
+    stage fft_quarter_turns 60 env OZAKI_QUARTER_POINTS_MIN=0 OZAKI_GPU_QUARTER_MIN=256 python3 -m bench.fft \
+        --cubes 256 512 --batches $batches --sizes --repeats 3 --out "$W/fft_quarter_turns.json"
+    stage gemm 90 python3 -m bench.gemm --sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 \
+        16x1024x1024x1024 --families normal --no-emulated --samples 8 --modes accurate --out "$W/gemm.json"
 elif [ "$profile" = s22b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --shapes 4096x64x64x64 \
         256x256x256x256 16x1024x1024x1024 1x16384x256x16384 1x16384x16384x64 --families normal --no-emulated \

@@ -315,7 +315,8 @@ def add_residues(x, y, m):
 # mode, the same bits either way) fftn 256^3 took 18.26 ms as quarter products (q = 64)
 # against 13.70 as one product, 512^3 97.6 against 97.4 (q = 128), a batch of 4096 x 1024
 # 2.40 against 2.24; fftn 1024^3 (q = 256) 849 ms (90ad4e5, one product: 936).
-QUARTER_MIN = 1024
+# OZAKI_GPU_QUARTER_MIN sets another (device_run: the quarter turns at 256 and 512 points).
+QUARTER_MIN = _count_env("OZAKI_GPU_QUARTER_MIN", 1024)
 # ... and from this many points (A's rows times the N points of a transform, a product's):
 # their GEMMs of a quarter's inner length and the butterflies cost more than they save on
 # fewer.  H100, ms, one product against the quarter turns: run 70d50c8, 1024 points, 4096

@@ -261,8 +261,7 @@ def test_quarter_turns_same_bits_as_cpu(rng, monkeypatch, path):
     """Direct products with the quarter turns (scheme._quarter_product) on every product path,
     whole and blocked over rows: the CPU's bits, which are the one-product bits
     (tests/fft/test_fft.py), and the quarter-turn path ran on the GPU (from its
-    QUARTER_MIN, 1024 points, and here at any size; the 256-point case takes one product
-    there, the same bits)."""
+    QUARTER_MIN, 1024 points by default, and here at any size and from 256 points)."""
     cupy = pytest.importorskip("cupy")
     import ozaki
     from ozaki import scheme
@@ -270,6 +269,7 @@ def test_quarter_turns_same_bits_as_cpu(rng, monkeypatch, path):
     from ozaki.backends import cupy_backend
     monkeypatch.setenv("OZAKI_NEW_KERNELS", "all")       # quarter_products, residue_quarters, ...
     monkeypatch.setattr(cupy_backend, "QUARTER_POINTS_MIN", 0)     # these products are smaller
+    monkeypatch.setattr(cupy_backend, "QUARTER_MIN", 256)          # the 256-point rows too
     calls, run = [], scheme._quarter_product
 
     def spy(*args, **kwargs):
