@@ -322,10 +322,12 @@ QUARTER_MIN = _count_env("OZAKI_GPU_QUARTER_MIN", 1024)
 # fewer.  H100, ms, one product against the quarter turns: run 70d50c8, 1024 points, 4096
 # rows 2.22 / 2.91, 16384 5.66 / 5.94, 65536 19.5 / 18.0; fftn 1024^3 934 / 834; 2048 x 2048
 # 2.48 / 3.40; run da86e14, 16384 x 1024 5.07 / 6.32, 32768 x 2048 (2**26 points) 23.6 /
-# 19.9.  ozaki.fft's products are its row blocks of at most BLOCK_POINTS = 2**26 points
-# (interface.row_blocks), so full blocks of 1024 and 2048 points take the quarter turns.
+# 19.9; run 2a5d1c7 (the defaults since: byte_unreduced, the integer reduction, row blocks
+# in place), from 2**24 points: 16384 x 1024 5.18 / 4.54, 32768 x 1024 9.15 / 8.01, 65536 x
+# 1024 17.6 / 15.6, 16384 x 2048 11.5 / 8.81, 32768 x 2048 23.2 / 16.8.  ozaki.fft's products
+# are its row blocks of at most BLOCK_POINTS = 2**26 points (interface.row_blocks).
 # OZAKI_QUARTER_POINTS_MIN sets another (device_run: the quarter turns at any size).
-QUARTER_POINTS_MIN = _count_env("OZAKI_QUARTER_POINTS_MIN", 1 << 26)
+QUARTER_POINTS_MIN = _count_env("OZAKI_QUARTER_POINTS_MIN", 1 << 24)
 
 
 def butterfly4(re, im, m, sign):
