@@ -197,7 +197,8 @@
 #   s24a      run 2a5d1c7 put the quarter turns ahead of one product from 2**24 points (1024 and
 #             2048): the GPU quarter-turn tests from 256 points, then one product against the
 #             quarter turns from 2**22 points and at 256 and 512 points (OZAKI_GPU_QUARTER_MIN),
-#             issue 11's small products at accurate (about 250 s)
+#             issue 11's small products at accurate, issue 16's table with rfftn 512^3 and 2^24
+#             (about 330 s)
 #   s22b      issue 11's table on "auto" (squares 1024..16384, the three stacks, the two skinny
 #             products at accurate, accurate:15, accurate:14 and fast, DMMCH on 8 entries), ZGEMM
 #             2048..8192, the fp8 substrate against int8 at 8192 and 16384 (about 330 s)
@@ -540,6 +541,8 @@ elif [ "$profile" = s24a ]; then
         --cubes 256 512 --batches $batches --sizes --repeats 3 --out "$W/fft_quarter_turns.json"
     stage gemm 90 python3 -m bench.gemm --sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 \
         16x1024x1024x1024 --families normal --no-emulated --samples 8 --modes accurate --out "$W/gemm.json"
+    stage fft_table 120 python3 -m bench.fft --cubes 256 512 1024 --real-cubes 512 --batches 4096x1024 \
+        --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft_table.json"
 elif [ "$profile" = s22b ]; then
     stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --shapes 4096x64x64x64 \
         256x256x256x256 16x1024x1024x1024 1x16384x256x16384 1x16384x16384x64 --families normal --no-emulated \
