@@ -314,7 +314,10 @@ def add_residues(x, y, m):
 # scheme._quarter_product from this many DFT points on: on the H200 (run 4edd3fb, exact
 # mode, the same bits either way) fftn 256^3 took 18.26 ms as quarter products (q = 64)
 # against 13.70 as one product, 512^3 97.6 against 97.4 (q = 128), a batch of 4096 x 1024
-# 2.40 against 2.24; fftn 1024^3 (q = 256) 849 ms (90ad4e5, one product: 936).
+# 2.40 against 2.24; fftn 1024^3 (q = 256) 849 ms (90ad4e5, one product: 936).  Again on
+# an H100 (run 9feb7c3), one product against the quarter turns: fftn 256^3 12.2 / 15.2 ms,
+# 512^3 87.3 / 94.6; batches of 256 points 65536 rows 4.16 / 5.44, 262144 rows 14.0 / 18.9;
+# of 512 points 65536 rows 7.87 / 7.77, 131072 rows 14.9 / 14.8: 1024 stays.
 # OZAKI_GPU_QUARTER_MIN sets another (device_run: the quarter turns at 256 and 512 points).
 QUARTER_MIN = _count_env("OZAKI_GPU_QUARTER_MIN", 1024)
 # ... and from this many points (A's rows times the N points of a transform, a product's):
@@ -324,10 +327,12 @@ QUARTER_MIN = _count_env("OZAKI_GPU_QUARTER_MIN", 1024)
 # 2.48 / 3.40; run da86e14, 16384 x 1024 5.07 / 6.32, 32768 x 2048 (2**26 points) 23.6 /
 # 19.9; run 2a5d1c7 (the defaults since: byte_unreduced, the integer reduction, row blocks
 # in place), from 2**24 points: 16384 x 1024 5.18 / 4.54, 32768 x 1024 9.15 / 8.01, 65536 x
-# 1024 17.6 / 15.6, 16384 x 2048 11.5 / 8.81, 32768 x 2048 23.2 / 16.8.  ozaki.fft's products
-# are its row blocks of at most BLOCK_POINTS = 2**26 points (interface.row_blocks).
-# OZAKI_QUARTER_POINTS_MIN sets another (device_run: the quarter turns at any size).
-QUARTER_POINTS_MIN = _count_env("OZAKI_QUARTER_POINTS_MIN", 1 << 24)
+# 1024 17.6 / 15.6, 16384 x 2048 11.5 / 8.81, 32768 x 2048 23.2 / 16.8; run 9feb7c3, below:
+# 4096 x 1024 (2**22) 1.94 / 1.93, 8192 x 1024 2.93 / 2.72, 4096 x 2048 3.54 / 2.86.
+# ozaki.fft's products are its row blocks of at most BLOCK_POINTS = 2**26 points
+# (interface.row_blocks).  OZAKI_QUARTER_POINTS_MIN sets another (device_run: the quarter
+# turns at any size).
+QUARTER_POINTS_MIN = _count_env("OZAKI_QUARTER_POINTS_MIN", 1 << 23)
 
 
 def butterfly4(re, im, m, sign):
