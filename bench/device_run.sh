@@ -238,6 +238,15 @@ gpu_tests() {   # gpu_tests NAME SECONDS PYTEST-ARGS...: the GPU tests asked, ti
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit,clocks.max.sm --format=csv,noheader > "$W/device.txt"
 modes="accurate accurate:15 accurate:14 fast fast:15 exact"
+issue11_tables() {   # issue 11's table on "auto" in four modes, ZGEMM, the fp8 substrate against int8 (about 300 s)
+    stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --shapes 4096x64x64x64 \
+        256x256x256x256 16x1024x1024x1024 1x16384x256x16384 1x16384x16384x64 --families normal --no-emulated \
+        --samples 8 --modes accurate accurate:15 accurate:14 fast --out "$W/gemm.json"
+    stage zgemm 50 python3 -m bench.gemm --sizes 2048 4096 8192 --families complex --no-emulated --samples 8 \
+        --modes accurate accurate:15 --out "$W/zgemm.json"
+    stage gemm_fp8 80 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 4 \
+        --substrates int8 fp8 --modes accurate --out "$W/gemm_fp8.json"
+}
 without_int_mod() {   # OZAKI_NEW_KERNELS: the defaults but the residue GEMM's integer reduction
     python3 -c "from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; print(','.join(n for n in on if n != 'residue_int_mod'))"
 }
@@ -555,21 +564,9 @@ elif [ "$profile" = s24b ]; then
         --out "$W/kernels_batch_4096x1024.json"
     stage kernels_stack_4096x64 40 python3 -m bench.kernel_times stack 4096x64 --gaps 6 \
         --out "$W/kernels_stack_4096x64.json"
-    stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --shapes 4096x64x64x64 \
-        256x256x256x256 16x1024x1024x1024 1x16384x256x16384 1x16384x16384x64 --families normal --no-emulated \
-        --samples 8 --modes accurate accurate:15 accurate:14 fast --out "$W/gemm.json"
-    stage zgemm 50 python3 -m bench.gemm --sizes 2048 4096 8192 --families complex --no-emulated --samples 8 \
-        --modes accurate accurate:15 --out "$W/zgemm.json"
-    stage gemm_fp8 80 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 4 \
-        --substrates int8 fp8 --modes accurate --out "$W/gemm_fp8.json"
+    issue11_tables
 elif [ "$profile" = s22b ]; then
-    stage gemm 170 python3 -m bench.gemm --sizes 1024 2048 4096 8192 16384 --shapes 4096x64x64x64 \
-        256x256x256x256 16x1024x1024x1024 1x16384x256x16384 1x16384x16384x64 --families normal --no-emulated \
-        --samples 8 --modes accurate accurate:15 accurate:14 fast --out "$W/gemm.json"
-    stage zgemm 50 python3 -m bench.gemm --sizes 2048 4096 8192 --families complex --no-emulated --samples 8 \
-        --modes accurate accurate:15 --out "$W/zgemm.json"
-    stage gemm_fp8 80 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 4 \
-        --substrates int8 fp8 --modes accurate --out "$W/gemm_fp8.json"
+    issue11_tables
 elif [ "$profile" = s22e ]; then
     gpu_tests gpu_graphs 90 tests/backends/test_graphs.py -k call_setting &
     for tile in 128x256 128x128-pingpong; do
