@@ -204,6 +204,7 @@
 #             beside cuFFT, and the host's share of a call (bench.kernel_times: fft 2^16, a batch
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
+#   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
 #   s22b      issue 11's table on "auto" (squares 1024..16384, the three stacks, the two skinny
 #             products at accurate, accurate:15, accurate:14 and fast, DMMCH on 8 entries), ZGEMM
 #             2048..8192, the fp8 substrate against int8 at 8192 and 16384 (about 330 s)
@@ -211,7 +212,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -559,7 +560,7 @@ elif [ "$profile" = s24a ]; then
         16x1024x1024x1024 --families normal --no-emulated --samples 8 --modes accurate --out "$W/gemm.json"
     stage fft_table 120 python3 -m bench.fft --cubes 256 512 1024 --real-cubes 512 --batches 4096x1024 \
         --sizes 65536 1048576 16777216 --repeats 2 --out "$W/fft_table.json"
-elif [ "$profile" = s24b ] || [ "$profile" = s24c ]; then
+elif [ "$profile" = s24b ] || [ "$profile" = s24c ] || [ "$profile" = s24d ]; then
     stage fft_quarter_default 40 python3 -m bench.fft --cubes --batches 8192x1024 4096x2048 --sizes --repeats 3 \
         --out "$W/fft_quarter_default.json"
     stage kernels_fft_65536 40 python3 -m bench.kernel_times fft 65536 --gaps 6 --out "$W/kernels_fft_65536.json"
@@ -567,7 +568,7 @@ elif [ "$profile" = s24b ] || [ "$profile" = s24c ]; then
         --out "$W/kernels_batch_4096x1024.json"
     stage kernels_stack_4096x64 40 python3 -m bench.kernel_times stack 4096x64 --gaps 6 \
         --out "$W/kernels_stack_4096x64.json"
-    issue11_tables $([ "$profile" = s24c ] && echo nofp8)
+    [ "$profile" = s24d ] || issue11_tables $([ "$profile" = s24c ] && echo nofp8)
 elif [ "$profile" = s22b ]; then
     issue11_tables
 elif [ "$profile" = s22e ]; then
