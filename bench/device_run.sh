@@ -199,7 +199,7 @@
 #             quarter turns from 2**22 points and at 256 and 512 points (OZAKI_GPU_QUARTER_MIN),
 #             issue 11's small products at accurate, issue 16's table with rfftn 512^3 and 2^24
 #             (about 330 s)
-#   s24b      the session's last call: s22b's tables (issue 11 on "auto" in four modes, ZGEMM,
+#   s24b      planned as the session's last call: s22b's tables (issue 11 on "auto" in four modes, ZGEMM,
 #             fp8 against int8), the quarter turns' new threshold on 8192 x 1024 and 4096 x 2048
 #             beside cuFFT, and the host's share of a call (bench.kernel_times: fft 2^16, a batch
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
@@ -250,6 +250,14 @@ issue11_tables() {   # issue 11's table on "auto" in four modes, ZGEMM, the fp8 
     [ "${1:-}" = nofp8 ] && return
     stage gemm_fp8 80 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated --samples 4 \
         --substrates int8 fp8 --modes accurate --out "$W/gemm_fp8.json"
+}
+one_product_and_quarter_turns() {   # SECONDS "ENV..." BENCH.FFT-ARGS...: the same transforms as one
+    # product, then as the quarter turns at any size (with ENV, e.g. a lower OZAKI_GPU_QUARTER_MIN)
+    local limit=$1 quarter_env=$2; shift 2
+    stage fft_one_product "$limit" env OZAKI_QUARTER_POINTS_MIN=1000000000000 python3 -m bench.fft "$@" \
+        --out "$W/fft_one_product.json"
+    stage fft_quarter_turns "$limit" env OZAKI_QUARTER_POINTS_MIN=0 $quarter_env python3 -m bench.fft "$@" \
+        --out "$W/fft_quarter_turns.json"
 }
 without_int_mod() {   # OZAKI_NEW_KERNELS: the defaults but the residue GEMM's integer reduction
     python3 -c "from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; print(','.join(n for n in on if n != 'residue_int_mod'))"
@@ -552,10 +560,7 @@ elif [ "$profile" = s18a ]; then     # most wanted first: a call cut by the devi
 elif [ "$profile" = s24a ]; then
     gpu_tests gpu_fft_quarter 130 tests/fft/test_fft_gpu.py -k "quarter or butterfly4"
     batches="4096x1024 8192x1024 16384x1024 4096x2048 8192x2048 32768x512 65536x512 131072x512 65536x256 262144x256"
-    stage fft_one_product 60 env OZAKI_QUARTER_POINTS_MIN=1000000000000 python3 -m bench.fft --cubes 256 512 \
-        --batches $batches --sizes --repeats 3 --out "$W/fft_one_product.json"
-    stage fft_quarter_turns 60 env OZAKI_QUARTER_POINTS_MIN=0 OZAKI_GPU_QUARTER_MIN=256 python3 -m bench.fft \
-        --cubes 256 512 --batches $batches --sizes --repeats 3 --out "$W/fft_quarter_turns.json"
+    one_product_and_quarter_turns 60 OZAKI_GPU_QUARTER_MIN=256 --cubes 256 512 --batches $batches --sizes --repeats 3
     stage gemm 90 python3 -m bench.gemm --sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 \
         16x1024x1024x1024 --families normal --no-emulated --samples 8 --modes accurate --out "$W/gemm.json"
     stage fft_table 120 python3 -m bench.fft --cubes 256 512 1024 --real-cubes 512 --batches 4096x1024 \
@@ -598,10 +603,7 @@ elif [ "$profile" = s22a ] || [ "$profile" = s22c ]; then
     wait
     stage residue_tiles 130 python3 -m bench.residue_tiles --cubes 1024 --out "$W/residue_tiles.json"
     batches="16384x1024 32768x1024 65536x1024 16384x2048 32768x2048"
-    stage fft_one_product 30 env OZAKI_QUARTER_POINTS_MIN=1000000000000 python3 -m bench.fft --cubes --batches $batches \
-        --sizes --repeats 3 --out "$W/fft_one_product.json"
-    stage fft_quarter_turns 30 env OZAKI_QUARTER_POINTS_MIN=0 python3 -m bench.fft --cubes --batches $batches \
-        --sizes --repeats 3 --out "$W/fft_quarter_turns.json"
+    one_product_and_quarter_turns 30 "" --cubes --batches $batches --sizes --repeats 3
     if [ "$profile" = s22c ]; then
         stage gemm 70 python3 -m bench.gemm --sizes 8192 16384 --families normal --no-emulated \
             --samples 8 --modes accurate accurate:14 --out "$W/gemm.json"
@@ -621,10 +623,7 @@ elif [ "$profile" = s21e ]; then
     gpu_tests gpu_fft_quarter 120 tests/fft/test_fft_gpu.py -k "quarter or butterfly4" &
     wait
     batches="16384x1024 32768x1024 65536x1024 16384x2048 32768x2048"
-    stage fft_one_product 30 env OZAKI_QUARTER_POINTS_MIN=1000000000000 python3 -m bench.fft --cubes --batches $batches \
-        --sizes --repeats 3 --out "$W/fft_one_product.json"
-    stage fft_quarter_turns 30 env OZAKI_QUARTER_POINTS_MIN=0 python3 -m bench.fft --cubes --batches $batches \
-        --sizes --repeats 3 --out "$W/fft_quarter_turns.json"
+    one_product_and_quarter_turns 30 "" --cubes --batches $batches --sizes --repeats 3
     stage fft_table 90 python3 -m bench.fft --cubes 256 512 1024 --batches 4096x1024 \
         --sizes 65536 1048576 --repeats 2 --out "$W/fft_table.json"
 elif [ "$profile" = s20c ]; then
