@@ -205,6 +205,9 @@
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
+#   s25a      where the small products' and transforms' GPU time goes, kernel by kernel under
+#             Nsight Compute (duration, DRAM bytes, throughput, occupancy, registers; eager, no
+#             graphs), then issue 11's tables without fp8 (about 330 s)
 #   s22b      issue 11's table on "auto" (squares 1024..16384, the three stacks, the two skinny
 #             products at accurate, accurate:15, accurate:14 and fast, DMMCH on 8 entries), ZGEMM
 #             2048..8192, the fp8 substrate against int8 at 8192 and 16384 (about 330 s)
@@ -212,7 +215,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -258,6 +261,17 @@ one_product_and_quarter_turns() {   # SECONDS "ENV..." BENCH.FFT-ARGS...: the sa
         --out "$W/fft_one_product.json"
     stage fft_quarter_turns "$limit" env OZAKI_QUARTER_POINTS_MIN=0 $quarter_env python3 -m bench.fft "$@" \
         --out "$W/fft_quarter_turns.json"
+}
+ncu_calls() {   # each small call's kernels under Nsight Compute, one CSV each (OZAKI_CUDA_GRAPHS=0: eager)
+    local metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__grid_size
+    metrics=$metrics,launch__block_size,launch__registers_per_thread,sm__throughput.avg.pct_of_peak_sustained_elapsed
+    metrics=$metrics,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed
+    metrics=$metrics,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum
+    local call
+    for call in "stack 4096x64" "stack 256x256" "matmul 1024" "matmul 2048" "batch 4096x1024" "fft 1048576"; do
+        stage "ncu_${call// /_}" 60 env OZAKI_CUDA_GRAPHS=0 ncu --clock-control none --profile-from-start off \
+            --csv --metrics "$metrics" python3 -m bench.kernel_times $call --ncu
+    done
 }
 without_int_mod() {   # OZAKI_NEW_KERNELS: the defaults but the residue GEMM's integer reduction
     python3 -c "from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; print(','.join(n for n in on if n != 'residue_int_mod'))"
@@ -574,6 +588,9 @@ elif [ "$profile" = s24b ] || [ "$profile" = s24c ] || [ "$profile" = s24d ]; th
     stage kernels_stack_4096x64 40 python3 -m bench.kernel_times stack 4096x64 --gaps 6 \
         --out "$W/kernels_stack_4096x64.json"
     [ "$profile" = s24d ] || issue11_tables $([ "$profile" = s24c ] && echo nofp8)
+elif [ "$profile" = s25a ]; then
+    ncu_calls
+    issue11_tables nofp8
 elif [ "$profile" = s22b ]; then
     issue11_tables
 elif [ "$profile" = s22e ]; then

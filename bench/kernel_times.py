@@ -8,6 +8,10 @@ records every kernel of the process, CuPy's and cuBLAS's included), as a table.
     python -m bench.kernel_times zmatmul 8192      # ozaki.matmul of complex N(0,1) + i N(0,1) (ZGEMM)
     python -m bench.kernel_times stack 4096x64     # ozaki.matmul of a stack of 4096 products 64^3
 
+    ncu --profile-from-start off ... python -m bench.kernel_times stack 4096x64 --ncu
+        # the call's kernels under Nsight Compute: warm calls, then one call between
+        # cudaProfilerStart and cudaProfilerStop, nothing else (no CUPTI of PyTorch's)
+
 Kernels of one name are summed; names are cut to 90 characters.  The call runs once
 before (compilation, plan constants) and once under the profiler; then its wall time
 (CUDA events, median of 5 after warm-up) beside the kernels' sum says how much of a
@@ -104,6 +108,9 @@ def main(argv=None):
                          "reasons that nvidia-smi samples every 20 ms while they run")
     ap.add_argument("--cprofile", type=int, default=0, metavar="CALLS",
                     help="then the host's time of CALLS calls under cProfile, the top functions by own time")
+    ap.add_argument("--ncu", action="store_true",
+                    help="only warm calls and one call between cudaProfilerStart/Stop (run under ncu "
+                         "--profile-from-start off)")
     a = ap.parse_args(argv)
     import cupy
     import ozaki
@@ -125,6 +132,15 @@ def main(argv=None):
         d = cupy.asarray(rng.random(shape) - 0.5 + 1j * (rng.random(shape) - 0.5 if a.what != "fftn" else 0))
         fn = ozaki.fft.fftn if a.what == "fftn" else ozaki.fft.fft
         call = lambda: fn(d)                                              # noqa: E731
+    if a.ncu:
+        for _ in range(3):              # compiles, plan constants, a graph's capture
+            call()
+        cupy.cuda.Device().synchronize()
+        import cupyx.profiler
+        with cupyx.profiler.profile():
+            call()
+            cupy.cuda.Device().synchronize()
+        return
     gaps, spans = [], {}
     rows, total = kernel_times(call, cupy.cuda.Device().synchronize, gaps, spans)
     sampler = clock_sampler() if a.clocks else None
