@@ -208,6 +208,9 @@
 #   s25a      where the small products' and transforms' GPU time goes, kernel by kernel under
 #             Nsight Compute (duration, DRAM bytes, throughput, occupancy, registers; eager, no
 #             graphs), then issue 11's tables without fp8 (about 330 s)
+#   s25b      FFT blocks replayed as CUDA graphs by speculation: the graph tests (products in
+#             exact mode too, FFT blocks), the eager FFT tests, then bench.fft on fresh data
+#             with graphs and without, side by side (about 300 s)
 #   s22b      issue 11's table on "auto" (squares 1024..16384, the three stacks, the two skinny
 #             products at accurate, accurate:15, accurate:14 and fast, DMMCH on 8 entries), ZGEMM
 #             2048..8192, the fp8 substrate against int8 at 8192 and 16384 (about 330 s)
@@ -215,7 +218,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -588,6 +591,14 @@ elif [ "$profile" = s24b ] || [ "$profile" = s24c ] || [ "$profile" = s24d ]; th
     stage kernels_stack_4096x64 40 python3 -m bench.kernel_times stack 4096x64 --gaps 6 \
         --out "$W/kernels_stack_4096x64.json"
     [ "$profile" = s24d ] || issue11_tables $([ "$profile" = s24c ] && echo nofp8)
+elif [ "$profile" = s25b ]; then
+    gpu_tests gpu_graphs 150 tests/backends/test_graphs.py tests/fft/test_fft_graphs.py
+    gpu_tests gpu_fft 100 tests/fft/test_fft_gpu.py -k "same_bits_as_cpu and not block"
+    fft_small="--cubes 64 128 --batches 4096x1024 1024x1024 256x256 --sizes 4096 65536 1048576 --fresh 3 --repeats 5"
+    stage fft_graphs 80 python3 -m bench.fft $fft_small --out "$W/fft_graphs.json"
+    stage fft_eager 80 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.fft $fft_small --out "$W/fft_eager.json"
+    stage fft_graphs_2e24 60 env OZAKI_FFT_GRAPH_POINTS=16777216 python3 -m bench.fft --cubes 256 \
+        --batches 16384x1024 --sizes 16777216 --fresh 2 --repeats 3 --out "$W/fft_graphs_2e24.json"
 elif [ "$profile" = s25a ]; then
     ncu_calls
     issue11_tables nofp8

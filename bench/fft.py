@@ -52,6 +52,9 @@ def main(argv=None):
     ap.add_argument("--mode", default=None, metavar="MODE[:MODULI]",
                     help="the transforms' mode and moduli count (default: ozaki.fft's, exact), to measure "
                          "what a faster mode gives in time and in the L2 error of the 1-D rows")
+    ap.add_argument("--fresh", type=int, default=0, metavar="K",
+                    help="time batches and 1-D sizes over K fresh draws of the same kind, called in turn "
+                         "(a CUDA graph's speculation then checks new data each call)")
     ap.add_argument("--out", default="bench/results/fft.json")
     a = ap.parse_args(argv)
     if a.epilogue is not None:
@@ -99,18 +102,30 @@ def run(a, cupy):
         return
 
     def record(row):                   # written after every row: a later size may run out of time
+        from ozaki.backends import graphs
+        row["graphs"] = dict(graphs.stats)     # captured, replayed, missed so far (CUDA graphs)
+        row["graphs_refused"] = sorted(set(graphs._refused.values()))
         rows.append(row)
+        print(f"{row['shape']} {row.get('kind', '')}: cuFFT {row['cufft_ms']:.4f} ms, ozaki {row['ozaki_ms']:.4f} ms, "
+              f"{row['ozaki_ms'] / row['cufft_ms']:.1f}x; graphs {row['graphs']} refused {row['graphs_refused']}",
+              flush=True)
         print(row, flush=True)
         common.write_json(a.out, {"meta": common.meta(), "mode": a.mode or "exact", "rows": rows})
 
-    def timed(f, d, g=None):
-        """(cuFFT ms, ours ms, our time split, our result); g: cuFFT's function (default by ndim)."""
+    def timed(f, d, g=None, draw=None):
+        """(cuFFT ms, ours ms, our time split, our result); g: cuFFT's function (default by ndim);
+        draw: makes another input like d (--fresh)."""
         g = g or (cupy.fft.fftn if d.ndim > 1 else cupy.fft.fft)
         t_cufft, _ = common.time_gpu(lambda: g(d), repeats=a.repeats)
         if a.single:                   # one run: its split, time and error (first call: compiles included)
             split, result = common.step_split(lambda: f(d))
             return t_cufft, split["total"], split, result
-        t_ours, _ = common.time_gpu(lambda: f(d), warmup=1, repeats=a.repeats)
+        if a.fresh and draw is not None:
+            import itertools
+            inputs = itertools.cycle([d] + [draw() for _ in range(a.fresh - 1)])
+            t_ours, _ = common.time_gpu(lambda: f(next(inputs)), warmup=1, repeats=a.repeats)
+        else:
+            t_ours, _ = common.time_gpu(lambda: f(d), warmup=1, repeats=a.repeats)
         split, result = common.step_split(lambda: f(d))
         return t_cufft, t_ours, split, result
 
@@ -129,8 +144,10 @@ def run(a, cupy):
         del d, ours
     for spec in a.batches:
         B, N = (int(v) for v in spec.lower().split("x"))
-        d = cupy.asarray(rng.random((B, N)) - 0.5 + 1j * (rng.random((B, N)) - 0.5))
-        t_cufft, t_ours, split, ours = timed(of.fft, d, cupy.fft.fft)
+        def draw():
+            return cupy.asarray(rng.random((B, N)) - 0.5 + 1j * (rng.random((B, N)) - 0.5))
+        d = draw()
+        t_cufft, t_ours, split, ours = timed(of.fft, d, cupy.fft.fft, draw)
         record({"shape": [B, N], "kind": "batch of fft", "plan": of.algorithm(N, B), "cufft_ms": t_cufft,
                 "ozaki_ms": t_ours,
                 "ratio": t_cufft / t_ours, "rel_diff_to_cufft": rel_diff(ours, cupy.fft.fft(d)), "split_ms": split})
@@ -138,7 +155,8 @@ def run(a, cupy):
     for N in a.sizes:
         x = signal(N)
         d = cupy.asarray(x)
-        t_cufft, t_ours, split, ours = timed(of.fft, d)
+        t_cufft, t_ours, split, ours = timed(of.fft, d, draw=lambda: cupy.asarray(
+            rng.random(N) - 0.5 + 1j * (rng.random(N) - 0.5)))
         row = {"shape": [N], "cufft_ms": t_cufft, "ozaki_ms": t_ours, "ratio": t_cufft / t_ours, "split_ms": split}
         ks = [int(k) for k in np.random.default_rng([SEED, N, 1]).integers(0, N, a.bins)]
         theirs = cupy.fft.fft(d)

@@ -55,6 +55,7 @@ import numpy as np
 
 from . import crt
 from . import gemm as substrates
+from .backends import host
 from .crt.kulisch import LIMB_BITS
 
 MODES = ("fast", "accurate", "exact", "certified")
@@ -154,12 +155,28 @@ def slice_widths(plan):
     return plan.width or 0, (plan.width if plan.width_b is None else plan.width_b) or 0
 
 
-def to_host_ints(xp, values):
+def to_host_ints(xp, values, bounds=None, widen=None):
     """Python ints of ``values`` (ints, or device scalars): the device ones in one transfer,
-    the pipeline's host synchronization (bench.counts counts its calls)."""
-    on_device = [v for v in values if not isinstance(v, int)]
-    got = iter(xp.stack([xp.asarray(v).astype(xp.int64).reshape(()) for v in on_device]).tolist()
-               if on_device else ())
+    the pipeline's host synchronization (bench.counts counts its calls).  ``bounds`` and
+    ``widen``: functions of the list of ints, for a CUDA graph's speculation (host.read):
+    (lo, hi) lists such that any values within them serve the caller as these do, and the
+    values to decide by instead of those read."""
+    where = [i for i, v in enumerate(values) if not isinstance(v, int)]
+    if not where:
+        return list(values)
+
+    def on_all(f):                      # f of every value, for the device ones
+        def g(got):
+            full = list(values)
+            for i, v in zip(where, np.atleast_1d(got).tolist()):
+                full[i] = int(v)
+            out = f(full)
+            return tuple(np.array([o[i] for i in where]) for o in out) if isinstance(out, tuple) else \
+                np.array([out[i] for i in where])
+        return g if f is not None else None
+
+    stacked = xp.stack([xp.asarray(values[i]).astype(xp.int64).reshape(()) for i in where])
+    got = iter(host.read(stacked, on_all(bounds), on_all(widen)).tolist())
     return [v if isinstance(v, int) else next(got) for v in values]
 
 
@@ -324,6 +341,27 @@ def exact_sizes_beside(span_a, span_b, k, num_moduli=None, width_a=None, width_b
     return _cheapest_slicing(span_a, span_b, k, num_moduli, widths)
 
 
+def exact_caps(span_a, span_b, k, width_a, width_b, m, slices_a, slices_b):
+    """(cap_a, cap_b) >= the spans: the widest spans that exact mode's slicing for them
+    (exact_sizes_beside's widths, moduli and slice counts) still carries exactly.  Rows
+    spanning s_a <= cap_a and s_b <= cap_b bits fit their slices (s <= slices * width)
+    and the moduli hold the products (min(w_a, s_a) + min(w_b, s_b) + clog2 k <=
+    usable_bits(m)), so that plan gives them their exact, correctly rounded product: the
+    bits of their own plan.  The moduli's spare bits go half to each side."""
+    span_a, span_b = max(int(span_a), 1), max(int(span_b), 1)
+    slack = crt.usable_bits(m) - _clog2(k) - min(width_a, span_a) - min(width_b, span_b)
+    if slack < 0:
+        raise ValueError("exact_caps: the slicing does not carry these spans")
+    room_a, room_b = max(width_a - span_a, 0), max(width_b - span_b, 0)
+    extra_a = min(room_a, slack - min(room_b, slack // 2))
+    extra_b = min(room_b, slack - extra_a)
+
+    def cap(span, extra, width, slices):  # past the width a side costs the moduli nothing more
+        return slices * width if span + extra >= width else span + extra
+
+    return cap(span_a, extra_a, width_a, slices_a), cap(span_b, extra_b, width_b, slices_b)
+
+
 def exact_side(xp, backend, X):
     """Exact mode's facts of one side: (bottoms, span, flags); span (the most bits a row
     spans) a device scalar, to come to the host with the other values the plan needs."""
@@ -347,6 +385,13 @@ def exact_pair_side(xp, backend, X, low):
     return beta, xp.max(top - beta), flags
 
 
+# A CUDA graph replaying exact mode (graphs.Speculation) plans for rows spanning this
+# many bits more than its recorded run's: fresh data of the same kind spans a few bits
+# more or less from call to call, and the moduli's spare bits (exact_caps) are fewer
+# than 8, so a plan for the spans read would send many calls back to the eager path.
+SPECULATED_SPAN_ROOM = 8
+
+
 def plan_exact(xp, A, Bt, num_moduli, backend, prepared=(None, None)):
     """Bottoms at the lowest set bit; slices of ``width`` bits; the cheapest width.
 
@@ -357,8 +402,18 @@ def plan_exact(xp, A, Bt, num_moduli, backend, prepared=(None, None)):
     k = A.shape[1]
     sides = [p.exact_side() if p is not None else exact_side(xp, backend, X) for p, X in zip(prepared, (A, Bt))]
     (beta_a, span_a, fa), (beta_b, span_b, fb) = sides
-    span_a, span_b, found = to_host_ints(xp, [span_a, span_b, backend.flags_found(fa, fb, host=False)])
     fixed = [p.width if p is not None else None for p in prepared]
+
+    def carried(v):                     # any spans up to the plan's caps give the same bits
+        sa, sb, found = v
+        caps = exact_caps(sa, sb, k, *exact_sizes_beside(sa, sb, k, num_moduli, *fixed))
+        return [0, 0, found], [*caps, found]
+
+    def wider(v):                       # a replayed plan's room for the next data's spans
+        return [v[0] + SPECULATED_SPAN_ROOM, v[1] + SPECULATED_SPAN_ROOM, v[2]]
+
+    span_a, span_b, found = to_host_ints(xp, [span_a, span_b, backend.flags_found(fa, fb, host=False)], carried,
+                                         wider)
     wa, wb, m, ta, tb = exact_sizes_beside(span_a, span_b, k, num_moduli, *fixed)
     return Plan("exact", m, wa, beta_a, beta_b, ta, tb, (fa, fb), width_b=None if wb == wa else wb, found=found)
 
@@ -942,7 +997,7 @@ def _needing_fixups(xp, C, found):
     zero = C[0].reshape(batch, -1) == 0
     for c in C[1:]:
         zero |= c.reshape(batch, -1) == 0
-    return [int(g) for g in xp.flatnonzero(zero.any(axis=1)).tolist()]     # one host sync
+    return [int(g) for g in np.flatnonzero(host.read(zero.any(axis=1)))]      # one host sync
 
 
 def matmul2d(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", path="auto", out_dtype=None):
@@ -1044,8 +1099,9 @@ def operand_rows(backend, X, side, interleaved=False):
 
 # Small products on the GPU are host-bound (a 512^2 product: 0.09 ms of kernels in a
 # 0.71 ms call).  A backend with ``replayed`` (graphs.py: CUDA graphs) runs the finite
-# pipeline of a repeated shape as one captured graph when nothing in it waits on the
-# data (fast and accurate mode, no prepared operand) and the product is this small:
+# pipeline of a repeated shape as one captured graph when the product is this small and
+# no operand is prepared (exact mode's one host read, its plan's spans, replays by
+# speculation, graphs.py):
 # 2048^2 (2**33) and a stack of 16 x 1024^2 (2**34) on the residue GEMM spend about as
 # much time in the host as in their kernels; a graph keeps its intermediates (about
 # 50 bytes an output and input entry at 16 moduli) while it is cached.
@@ -1058,7 +1114,7 @@ GRAPH_PATHS = ("fused", "cutlass")
 
 def _replayable(backend, A, B, mode, num_moduli, substrate, path, complex_, part_dtype):
     """The product's path where its finite pipeline may replay as a CUDA graph, else None."""
-    if (not hasattr(backend, "replayed") or mode not in ("fast", "accurate") or substrate != "int8"
+    if (not hasattr(backend, "replayed") or mode not in ("fast", "accurate", "exact") or substrate != "int8"
             or isinstance(A, Prepared) or isinstance(B, Prepared)):
         return None
     return _replayable_shape(backend, A.shape, B.shape[2], mode, num_moduli, path, complex_, part_dtype)

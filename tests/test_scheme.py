@@ -291,3 +291,52 @@ def test_blocks_written_in_place_keep_the_bits(rng, complex_, out_dtype):
         assert np.array_equal(np.ascontiguousarray(g).view(np.uint8), np.ascontiguousarray(w).view(np.uint8))
     strides = {tuple(s // c.itemsize for s in c.strides) for c in got}
     assert strides == {(70 * 50 * (2 if complex_ else 1), 50 * (2 if complex_ else 1), 2 if complex_ else 1)}
+
+
+def _rows_spanning(rng, rows, k, span):
+    """rows x k floats whose every row spans exactly ``span`` bits (top - lowest set bit):
+    entries 2**(span - 1) and 1, the rest integers in between with random bits, each row
+    scaled by its own power of two, signs random."""
+    X = np.empty((rows, k))
+    for r in range(rows):
+        row = [2.0 ** (span - 1), 1.0]
+        for _ in range(k - 2):
+            bits = int(rng.integers(1, min(53, max(span - 1, 1)) + 1))
+            shift = int(rng.integers(0, max(span - 1 - bits, 0) + 1))
+            row.append(float(int(rng.integers(1, 2 ** bits)) * 2 ** shift))
+        row = np.array(row[:k]) if k >= 2 else np.array([2.0 ** (span - 1) if span > 1 else 1.0])
+        X[r] = rng.permutation(row) * rng.choice([-1.0, 1.0], k) * 2.0 ** int(rng.integers(-40, 40))
+    return X
+
+
+@settings(max_examples=25, deadline=None)
+@given(span_a=st.integers(1, 260), span_b=st.integers(1, 260), k=st.sampled_from([1, 2, 9, 300]),
+       seed=st.integers(0, 2 ** 32 - 1))
+def test_exact_caps_carry_their_spans_exactly(span_a, span_b, k, seed):
+    """Data spanning up to exact_caps' bits, multiplied with the slicing planned for narrower
+    spans (what a replayed CUDA graph does, graphs.Speculation), is still the correctly
+    rounded exact product (Fraction reference)."""
+    rng = np.random.default_rng(seed)
+    sa, sb = (s if k > 1 else 1 for s in (span_a, span_b))      # one entry a row spans 1 bit
+    plan = scheme.exact_sizes_beside(sa, sb, k)
+    cap_a, cap_b = scheme.exact_caps(sa, sb, k, *plan)
+    assert cap_a >= sa and cap_b >= sb
+    wa, wb, m, ta, tb = plan
+    assert cap_a <= ta * wa and cap_b <= tb * wb
+    assert min(wa, cap_a) + min(wb, cap_b) + scheme._clog2(k) <= crt.usable_bits(m)
+    A = _rows_spanning(rng, 3, k, cap_a if k > 1 else 1)
+    B = _rows_spanning(rng, 2, k, cap_b if k > 1 else 1).T.copy()
+    real = scheme.to_host_ints
+
+    def planned_for_narrower(xp, values, *speculation):  # the spans read: those planned for
+        got = real(xp, values, *speculation)
+        return [sa, sb] + got[2:] if len(got) == 3 else got
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scheme, "to_host_ints", planned_for_narrower)
+        C = ozaki.matmul(A, B, mode="exact")
+    assert same_bits(C, reference.exact_matmul(A, B))
+
+
+def test_exact_caps_refuse_a_slicing_too_narrow():
+    with pytest.raises(ValueError, match="exact_caps"):
+        scheme.exact_caps(200, 200, 100, 32, 32, 2, 7, 7)

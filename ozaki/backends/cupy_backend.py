@@ -44,6 +44,7 @@ from cupy.cuda import cublas
 from ..crt import crt_bound_float, crt_constants
 from ..crt import moduli as _moduli
 from . import graphs, native, numpy_backend
+from . import host as _host
 from .kernel_tables import constant_tables as _constant_tables, residue_gemm_table
 
 xp = cupy
@@ -400,7 +401,7 @@ _FLAGS_OR = cupy.ReductionKernel("T flags", "int32 found", "flags", "a | b", "fo
 def flags_found(flags_a, flags_b, host=True):
     """As numpy_backend.flags_found: two reductions and (host=True) one 4-byte read (the host sync)."""
     found = (_FLAGS_OR(flags_a) | _FLAGS_OR(flags_b)) & 3
-    return int(found) if host else found
+    return int(_host.read(found)) if host else found
 
 
 # Kernels that replace verified code switch on only after a device run has passed
@@ -502,6 +503,13 @@ CALL_SETTINGS = ("OZAKI_NEW_KERNELS", "OZAKI_EPILOGUE_VEC", "OZAKI_RESIDUE_GEMM_
 def replayed(key, finite, A, B):
     """graphs.replayed (a backend step: scheme._stack_piece), its key with CALL_SETTINGS."""
     return graphs.replayed(key + tuple(os.environ.get(name) for name in CALL_SETTINGS), finite, A, B)
+
+
+def speculated(key, fn, *inputs):
+    """graphs.speculated (a backend step: fft.interface's blocks), its key with CALL_SETTINGS
+    and the quarter turns' thresholds."""
+    return graphs.speculated(key + tuple(os.environ.get(name) for name in CALL_SETTINGS)
+                             + (QUARTER_MIN, QUARTER_POINTS_MIN), fn, *inputs)
 
 
 def quarter_products():
@@ -1450,7 +1458,7 @@ def row_specials(parts, tiny, imag=None):
         if rows and entries:
             kern(*_row_grid(rows, entries, 4), (v, np.int64(rows), np.int64(entries), *_strides(v),
                                                  np.float64(tiny), flags, np.int32(im)))
-    found = int(_FLAGS_OR(flags)) if rows else 0
+    found = int(_host.read(_FLAGS_OR(flags))) if rows else 0
     return (flags & 1) != 0, (flags & 2) != 0, found
 
 

@@ -17,6 +17,13 @@ intermediate freed during the capture goes back to that pool alone, never to
 CuPy's, whose later allocations the replays would overwrite.  A lock per graph
 covers a replay from the copy in to the flags' read, which waits for the graph:
 threads share the cache, not the buffers.
+
+A call whose decisions depend on the data (exact mode's slicing, an FFT's special
+rows: the host reads of host.py) replays by speculation: the graph's capture
+takes the values an eager run of the same call read (Speculation), and checks on
+the device that each new value is one those decisions serve (host.read's
+bounds); where one is not, the call runs again eagerly.  Exact mode's bits do
+not depend on the slicing, so any slicing that carries the data gives them.
 """
 
 import collections
@@ -24,6 +31,9 @@ import os
 import threading
 
 import cupy
+import numpy as np
+
+from . import host
 
 # Off with OZAKI_CUDA_GRAPHS=0 (or by setting this False).
 ENABLED = os.environ.get("OZAKI_CUDA_GRAPHS", "1") != "0"
@@ -40,38 +50,108 @@ CACHE_BYTES = 4 << 30
 _lock = threading.Lock()
 _graphs = collections.OrderedDict()      # key -> _Graph
 _calls = collections.Counter()           # key -> eager calls so far
-_refused = set()                         # keys whose capture failed: eager from then on
+_refused = {}                            # keys whose capture failed (why): eager from then on
+stats = collections.Counter()            # captured, replayed, missed (a check failed: eager again)
+
+
+_OUTSIDE = cupy.ElementwiseKernel("T x, T lo, T hi", "raw int32 missed",
+                                  "if (!(lo <= x && x <= hi)) missed[0] = 1;", "ozaki_speculation_outside")
+
+
+class SpeculationError(RuntimeError):
+    """A capture read the host other than the recorded run did: its shape stays eager."""
+
+
+class Speculation:
+    """The host values (host.read) of one eager run of a call, in order, with the bounds
+    of each that the run's decisions serve; then handed to the warm run and the capture
+    (``replaying``), which check each new value on the device into ``missed``."""
+
+    def __init__(self):
+        self.recorded = []            # (value, lo, hi): a numpy value, device bounds
+        self.kept = []                # the cached constants the capture reads (host.keep)
+        self.replay = False
+        self.at = 0
+        self.missed = None
+
+    def replaying(self, missed):
+        self.replay, self.at, self.missed = True, 0, missed
+
+    def read(self, x, bounds, widen=None):
+        if not self.replay:
+            value = x.get()
+            if widen is not None:
+                value = np.asarray(widen(value), dtype=value.dtype)
+            lo, hi = bounds(value) if bounds is not None else (value, value)
+            self.recorded.append((value, cupy.asarray(np.asarray(lo, dtype=x.dtype)),
+                                  cupy.asarray(np.asarray(hi, dtype=x.dtype))))
+            return value
+        if self.at >= len(self.recorded):
+            raise SpeculationError("a host read the recorded run did not make")
+        value, lo, hi = self.recorded[self.at]
+        if x.shape != value.shape or x.dtype != value.dtype:
+            raise SpeculationError(f"host read {self.at}: {x.dtype}{x.shape} where the recorded run "
+                                   f"read {value.dtype}{value.shape}")
+        self.at += 1
+        _OUTSIDE(x, lo, hi, self.missed)
+        return value.copy()
+
+    def keep(self, value):
+        self.kept.append(value)
+
+    def done(self):
+        if self.replay and self.at != len(self.recorded):
+            raise SpeculationError(f"{self.at} host reads of the recorded run's {len(self.recorded)}")
 
 
 class _Graph:
-    def __init__(self, finite, A, B):
+    def __init__(self, fn, inputs):
         self.pool = cupy.cuda.MemoryPool()
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self.lock = threading.Lock()
-        self.stream.wait_event(cupy.cuda.get_current_stream().record())    # A and B are ready
-        with cupy.cuda.using_allocator(self.pool.malloc), self.stream:
-            self.A, self.B = cupy.empty(A.shape, A.dtype), cupy.empty(B.shape, B.dtype)
-            self.A[...] = A
-            self.B[...] = B
-            # one eager run into the pool first: the capture then finds every block
-            # it asks for there (no cudaMalloc while capturing)
-            C, found = finite(self.A, self.B)
-            del C, found
-            self.stream.synchronize()
-            self.stream.begin_capture(cupy.cuda.runtime.streamCaptureModeRelaxed)
-            try:
-                self.C, self.found = finite(self.A, self.B)
-            finally:
-                self.graph = self.stream.end_capture()
+        self.speculation = Speculation()
+        self.stream.wait_event(cupy.cuda.get_current_stream().record())    # the inputs are ready
+        with self.stream:
+            # the recorded run, in CuPy's pool: any constant the call caches is made there,
+            # not in the graph's pool, which goes with the graph
+            with host.speculating(self.speculation):
+                out = fn(*inputs)
+            del out
+            with cupy.cuda.using_allocator(self.pool.malloc):
+                self.inputs = [cupy.empty(x.shape, x.dtype) for x in inputs]
+                for buf, x in zip(self.inputs, inputs):
+                    buf[...] = x
+                self.speculation.replaying(cupy.zeros(1, dtype=cupy.int32))
+                # one run into the pool first: the capture then finds every block it
+                # asks for there (no cudaMalloc while capturing)
+                with host.speculating(self.speculation):
+                    out = fn(*self.inputs)
+                    self.speculation.done()
+                    del out
+                    self.stream.synchronize()
+                    self.speculation.replaying(self.speculation.missed)
+                    self.stream.begin_capture(cupy.cuda.runtime.streamCaptureModeRelaxed)
+                    try:
+                        self.speculation.missed.fill(0)
+                        self.outputs = fn(*self.inputs)
+                        self.speculation.done()
+                    finally:
+                        self.graph = self.stream.end_capture()
+        self.checks = len(self.speculation.recorded)
         self.nbytes = self.pool.total_bytes()
 
-    def replay(self, A, B):
+    def replay(self, inputs):
+        """Copies of the outputs for these inputs, or None where a speculation's check failed."""
         with self.lock:
-            self.A[...] = A
-            self.B[...] = B
+            for buf, x in zip(self.inputs, inputs):
+                buf[...] = x
             self.graph.launch(cupy.cuda.get_current_stream())
-            C = [c.copy() for c in self.C]
-            return C, int(self.found)
+            # a host value among the outputs (exact mode's flags, from its plan's read) is the
+            # recorded run's, which the checks hold to
+            outputs = [y.copy() if hasattr(y, "copy") else y for y in self.outputs]
+            if self.checks and int(self.speculation.missed[0]):
+                return None
+            return outputs
 
 
 def capturing():
@@ -79,44 +159,64 @@ def capturing():
     return cupy.cuda.get_current_stream().is_capturing()
 
 
-def replayed(key, finite, A, B):
-    """``finite(A, B)`` -> (parts, device flags), as (parts, host flags): eager on the
-    first calls of ``key`` (and whenever graphs are off, or the caller is capturing),
-    then by the graph captured for it.  ``key`` holds everything the launches depend
-    on besides the data: shapes, dtypes, options, device."""
-    if not ENABLED or capturing():
-        C, found = finite(A, B)
-        return C, int(found)
-    key = key + (cupy.cuda.Device().id,)
+def _graph(key, fn, inputs):
+    """The graph of ``key``, captured now if this call is the one to capture it; None: run
+    the call eagerly (too early, or its capture failed)."""
     with _lock:
         graph = _graphs.get(key)
         if graph is not None:
             _graphs.move_to_end(key)
-        else:
-            # a call counts once it has run: the capture then finds the device tables the
-            # kernels read (cupy_backend._pow2, ...) made by an eager call in CuPy's own
-            # pool, not in the graph's, which is freed with the graph
-            ready = _calls[key] > 0 and _calls[key] + 1 >= CAPTURE_AFTER and key not in _refused
-    if graph is None and ready:
-        try:
-            graph = _Graph(finite, A, B)
-        except Exception:               # noqa: BLE001  a step that cannot be captured (a library
-            with _lock:                 # call CuPy refuses inside a capture): eager for this key
-                _refused.add(key)
+            return graph
+        # the first call runs eagerly (compiles); the capture's recorded run makes any
+        # device table the kernels read (cupy_backend._pow2, ...) in CuPy's own pool
+        if not (_calls[key] > 0 and _calls[key] + 1 >= CAPTURE_AFTER and key not in _refused):
+            return None
+    try:
+        graph = _Graph(fn, inputs)
+    except Exception as e:              # noqa: BLE001  a step that cannot be captured (a library
+        with _lock:                     # call CuPy refuses inside a capture, a host read): eager
+            _refused[key] = f"{type(e).__name__}: {e}"
+        return None
+    with _lock:
+        stats["captured"] += 1
+        _graphs[key] = graph
+        _calls.pop(key, None)
+        while len(_graphs) > CACHE_ENTRIES or (
+                len(_graphs) > 1 and sum(g.nbytes for g in _graphs.values()) > CACHE_BYTES):
+            _graphs.popitem(last=False)
+    return graph
+
+
+def speculated(key, fn, *inputs):
+    """``fn(*inputs)`` -> a tuple of device arrays: eager on the first calls of ``key``
+    (and whenever graphs are off, or inside a capture or speculation), then by the graph
+    captured for it, whose host reads are the recorded run's, checked (Speculation);
+    eager again where a check fails.  ``key`` holds everything the launches depend on
+    besides the data: shapes, dtypes, options, settings."""
+    if not ENABLED or capturing() or host.active() is not None:
+        return tuple(fn(*inputs))
+    key = key + (cupy.cuda.Device().id,)
+    graph = _graph(key, fn, inputs)
     if graph is None:
-        C, found = finite(A, B)
-        found = int(found)
-        with _lock:
-            _calls[key] += 1
-        return C, found
-    if key not in _graphs:
-        with _lock:
-            _graphs[key] = graph
-            _calls.pop(key, None)
-            while len(_graphs) > CACHE_ENTRIES or (
-                    len(_graphs) > 1 and sum(g.nbytes for g in _graphs.values()) > CACHE_BYTES):
-                _graphs.popitem(last=False)
-    return graph.replay(A, B)
+        outputs = tuple(fn(*inputs))
+        with _lock:                     # a call counts once it has run (one that raised does not)
+            if key not in _graphs:
+                _calls[key] += 1
+        return outputs
+    outputs = graph.replay(inputs)
+    stats["replayed" if outputs is not None else "missed"] += 1
+    return tuple(outputs) if outputs is not None else tuple(fn(*inputs))
+
+
+def replayed(key, finite, A, B):
+    """``finite(A, B)`` -> (parts, device flags), as (parts, host flags): speculated, the
+    flags read after the replay (fast and accurate mode read nothing else on the host)."""
+    def flat(a, b):
+        C, found = finite(a, b)
+        return (*C, found)
+
+    *C, found = speculated(key, flat, A, B)
+    return C, int(host.read(found))
 
 
 def clear():
@@ -125,3 +225,4 @@ def clear():
         _graphs.clear()
         _calls.clear()
         _refused.clear()
+        stats.clear()

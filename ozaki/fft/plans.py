@@ -43,6 +43,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..backends import host
 from ..scheme import QUARTER_ALIGN, QUARTER_MIN_DEFAULT, Prepared
 
 from . import twiddles
@@ -211,8 +212,9 @@ def _kept(xp, key, build):
     with _CACHE_LOCK:
         if full in _CACHE:
             _CACHE.move_to_end(full)
-            return _CACHE[full]
-    value = build()
+            return host.keep(_CACHE[full])
+    with host.speculating(None):       # a constant's own host reads are no decision of the call's
+        value = host.keep(build())
     with _CACHE_LOCK:
         _CACHE[full] = value
         _CACHE.move_to_end(full)

@@ -3,13 +3,17 @@ CuPy that records what would be launched: the first call of a shape runs eagerly
 second captures once (an eager warm run, then the capture) and replays; later calls only
 replay; a call that raises does not count; a shape whose capture fails stays eager; the
 cache keeps CACHE_ENTRIES shapes, least recently used dropped; graphs off, or a caller
-capturing its own graph, run eagerly.  The GPU tests (test_graphs.py) check the bits."""
+capturing its own graph, run eagerly.  Host reads (host.read) inside a captured call are
+recorded by a first eager run, replayed to the capture with a device check each, and a
+replay whose check fails runs again eagerly.  The GPU tests (test_graphs.py,
+tests/fft/test_fft_graphs.py) check the bits."""
 
 import importlib.util
 import os
 import sys
 import types
 
+import numpy as np
 import pytest
 
 GRAPHS = os.path.join(os.path.dirname(__file__), "..", "..", "ozaki", "backends", "graphs.py")
@@ -20,6 +24,7 @@ class Recorder:
         self.events = []
         self.capturing = False
         self.pool_bytes = 0             # what each graph's pool holds after its capture
+        self.missed = 0                 # what a replay's device checks find
 
 
 def fake_cupy(rec):
@@ -57,22 +62,38 @@ def fake_cupy(rec):
             return rec.capturing
 
     class Array:
-        def __init__(self, shape=(2, 2), dtype="f8"):
-            self.shape, self.dtype = shape, dtype
+        def __init__(self, shape=(2, 2), dtype="f8", value=0):
+            self.shape, self.dtype, self.value = shape, np.dtype(dtype), value
 
         def __setitem__(self, key, value):
             rec.events.append("copy in")
 
+        def __getitem__(self, key):     # the missed flag's element, read after a replay
+            rec.events.append("missed read")
+            return rec.missed
+
         def copy(self):
             rec.events.append("copy out")
-            return Array(self.shape, self.dtype)
+            return Array(self.shape, self.dtype, self.value)
+
+        def get(self):
+            rec.events.append("get")
+            return np.full(self.shape, self.value, self.dtype)
+
+        def fill(self, v):
+            rec.events.append("clear missed")
+
+    def elementwise(*args, **kwargs):
+        return lambda *a: rec.events.append("check")
 
     cuda = types.SimpleNamespace(
         Stream=Stream, get_current_stream=lambda: Stream(),
         MemoryPool=lambda: types.SimpleNamespace(malloc=None, total_bytes=lambda: rec.pool_bytes),
         using_allocator=lambda malloc: Stream(), runtime=types.SimpleNamespace(streamCaptureModeRelaxed=2),
         Device=lambda: types.SimpleNamespace(id=0))
-    return types.SimpleNamespace(cuda=cuda, empty=lambda shape, dtype: Array(shape, dtype)), Array
+    return types.SimpleNamespace(cuda=cuda, empty=lambda shape, dtype: Array(shape, dtype), int32="i4",
+                                 zeros=lambda shape, dtype: Array((shape,), dtype),
+                                 asarray=lambda v: v, ElementwiseKernel=elementwise), Array
 
 
 @pytest.fixture
@@ -80,7 +101,7 @@ def graphs(monkeypatch):
     rec = Recorder()
     cupy, Array = fake_cupy(rec)
     monkeypatch.setitem(sys.modules, "cupy", cupy)
-    spec = importlib.util.spec_from_file_location("graphs_under_test", GRAPHS)
+    spec = importlib.util.spec_from_file_location("ozaki.backends.graphs_under_test", GRAPHS)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module, rec, Array
@@ -91,7 +112,7 @@ def finite_of(rec, Array, fail=False):
         rec.events.append("finite")
         if fail:
             raise MemoryError("out of memory")
-        return [Array()], 0
+        return [Array()], Array((), "i4")
     return finite
 
 
@@ -105,9 +126,11 @@ def test_eager_then_one_capture_then_replays(graphs):
         C, found = g.replayed(("shape",), finite, A, A)
         assert found == 0 and len(C) == 1
         seen.append(list(rec.events))
-    assert seen[0] == ["finite"]
-    assert seen[1].count("begin") == 1 and seen[1].count("finite") == 2 and seen[1][-2:] == ["launch", "copy out"]
-    assert seen[2] == seen[3] == ["copy in", "copy in", "launch", "copy out"]
+    assert seen[0] == ["finite", "get"]
+    # the recorded run, the warm run in the graph's pool, the capture; then the replay
+    assert seen[1].count("begin") == 1 and seen[1].count("finite") == 3
+    assert seen[1][-4:] == ["launch", "copy out", "copy out", "get"]
+    assert seen[2] == seen[3] == ["copy in", "copy in", "launch", "copy out", "copy out", "get"]
 
 
 def test_a_call_that_raises_does_not_count(graphs):
@@ -117,7 +140,7 @@ def test_a_call_that_raises_does_not_count(graphs):
         g.replayed(("shape",), finite_of(rec, Array, fail=True), A, A)
     rec.events.clear()
     g.replayed(("shape",), finite_of(rec, Array), A, A)
-    assert rec.events == ["finite"]                     # still the first call: eager, no capture
+    assert rec.events == ["finite", "get"]              # still the first call: eager, no capture
 
 
 def test_a_failed_capture_stays_eager(graphs):
@@ -127,9 +150,9 @@ def test_a_failed_capture_stays_eager(graphs):
 
     def finite(a, b):
         calls["n"] += 1
-        if calls["n"] == 3:                             # the capture's own run
+        if calls["n"] == 4:                             # the capture's own run
             raise NotImplementedError("cuBLAS during capture")
-        return [Array()], 0
+        return [Array()], Array((), "i4")
     for _ in range(4):
         rec.events.clear()
         g.replayed(("shape",), finite, A, A)
@@ -178,4 +201,69 @@ def test_off_or_capturing_is_eager(graphs, monkeypatch):
     rec.capturing = True
     for _ in range(3):
         g.replayed(("shape",), finite, A, A)
-    assert rec.events == ["finite"] * 6 and not g._graphs and not g._calls
+    assert rec.events == ["finite", "get"] * 6 and not g._graphs and not g._calls
+
+
+def reading(rec, Array, reads=1, bounds=None):
+    """A call that reads ``reads`` device values on the host (host.read), 7 each."""
+    from ozaki.backends import host
+
+    def call(x):
+        rec.events.append("call")
+        got = [int(host.read(Array((), "i8", 7), bounds)) for _ in range(reads)]
+        assert got == [7] * reads
+        return (Array(),)
+    return call
+
+
+def test_speculation_records_once_then_checks_on_the_device(graphs):
+    g, rec, Array = graphs
+    x = Array()
+    seen = []
+    for _ in range(4):
+        rec.events.clear()
+        assert len(g.speculated(("fft",), reading(rec, Array, 2), x)) == 1
+        seen.append(list(rec.events))
+    assert seen[0] == ["call", "get", "get"]            # eager: plain reads
+    capture = seen[1][seen[1].index("begin"):seen[1].index("end")]
+    assert seen[1][:3] == ["call", "get", "get"]        # the recorded run reads; later runs don't
+    assert capture == ["begin", "clear missed", "call", "check", "check"]
+    assert seen[1].count("get") == 2
+    assert seen[2] == seen[3] == ["copy in", "launch", "copy out", "missed read"]
+
+
+def test_a_failed_check_runs_the_call_again_eagerly(graphs):
+    g, rec, Array = graphs
+    x = Array()
+    for _ in range(2):
+        g.speculated(("fft",), reading(rec, Array), x)
+    rec.missed = 1
+    rec.events.clear()
+    g.speculated(("fft",), reading(rec, Array), x)
+    assert rec.events == ["copy in", "launch", "copy out", "missed read", "call", "get"]
+
+
+def test_bounds_are_recorded(graphs):
+    g, rec, Array = graphs
+    got = []
+
+    def bounds(v):
+        got.append(int(v))
+        return v - 3, v + 5
+    for _ in range(3):
+        g.speculated(("fft",), reading(rec, Array, bounds=bounds), Array())
+    (graph,) = g._graphs.values()
+    (value, lo, hi), = graph.speculation.recorded
+    assert got == [7] and int(value) == 7 and int(lo) == 4 and int(hi) == 12
+
+
+def test_other_reads_in_the_capture_stay_eager(graphs):
+    g, rec, Array = graphs
+    runs = {"n": 0}
+
+    def call(x):
+        runs["n"] += 1
+        return reading(rec, Array, 1 if runs["n"] == 2 else 2)(x)   # the recorded run reads once
+    for _ in range(3):
+        g.speculated(("fft",), call, Array())
+    assert not g._graphs and "SpeculationError" in g._refused[("fft", 0)]

@@ -11,6 +11,14 @@ from tests import inputs
 pytestmark = pytest.mark.gpu
 
 
+@pytest.fixture(autouse=True)
+def eager(monkeypatch):
+    """These tests watch each path's kernels: every call eager (no CUDA graph replays them;
+    test_fft_graphs.py checks the replays)."""
+    from ozaki.backends import graphs
+    monkeypatch.setattr(graphs, "ENABLED", False)
+
+
 def _same_bits(gpu, cpu):
     got = gpu.get()
     assert got.shape == cpu.shape and got.dtype == cpu.dtype
