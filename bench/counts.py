@@ -115,10 +115,10 @@ def counting():
     if hasattr(scheme, "to_host_ints"):      # the pipeline's own transfers (after prepared operands)
         to_host = scheme.to_host_ints
 
-        def to_host_ints(xp, values):
+        def to_host_ints(xp, values, *speculation):
             if any(not isinstance(v, int) for v in values):
                 c.add("syncs")
-            return to_host(xp, values)
+            return to_host(xp, values, *speculation)
         patch(scheme, "to_host_ints", to_host_ints)
     flags_found = numpy_backend.flags_found
 

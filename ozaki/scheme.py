@@ -609,6 +609,18 @@ def quarter_turns(B, parts, batch, plan, rows):
     return sign if k == n and n >= least and n % QUARTER_ALIGN == 0 else None
 
 
+@functools.lru_cache(maxsize=64)
+def _quarter_index(xp, n, device):
+    return xp.asarray(quarter_columns(n))
+
+
+def quarter_index(xp, n):
+    """quarter_columns(n) as an index array of xp's current device, made once: a CUDA
+    graph's capture may not copy it from the host (and keeps it past the cache's limit)."""
+    device = xp.cuda.Device().id if xp.__name__ == "cupy" else None
+    return host.keep(_quarter_index(xp, n, device))
+
+
 def quarter_columns(n):
     """The columns of an n-column product as _quarter_product's four products take them:
     product s, column c is column 4 c + s."""
@@ -635,7 +647,7 @@ def _quarter_product(ra, B, sign, shifts, plan, backend, beta_a, beta_b, substra
     za = ra if butterflied else [list(z) for z in zip(*(backend.butterfly4(re, im, plan.num_moduli, sign)
                                                         for re, im in zip(ra[0], ra[1])))]
     zb = B.quarter_residues(plan)
-    beta_bq = beta_b[xp.asarray(quarter_columns(n))]
+    beta_bq = beta_b[quarter_index(xp, n)]
     beta_aq = xp.concatenate([beta_a] * 4)
     if path == "fused":
         outs = backend.fused_product(za, zb, shifts, plan.num_moduli, beta_aq, beta_bq, 4, out_dtype, residual)
@@ -1294,7 +1306,7 @@ def prepare_pair(X, low, side, num_moduli, backend):
 
     with np.errstate(invalid="ignore", over="ignore"):
         ok = rounds(X.real, low.real) & rounds(X.imag, low.imag) if X.dtype.kind == "c" else rounds(X, low)
-    if not bool(ok):
+    if not bool(host.read(ok)):
         raise ValueError("prepare_pair: every X + low must round to X (|low| <= ulp(X) / 2, zero where X is "
                          "zero, finite)")
     return Prepared(_Ready(X, side, "exact", num_moduli, backend, low=low), 0, X.shape[0])
@@ -1323,7 +1335,9 @@ class _Ready:
             else:
                 self.low_parts, low_joined = operand_rows(backend, low, side)
                 self.beta, span, self.flags = exact_pair_side(xp, backend, self.joined, low_joined)
-            self.span, = to_host_ints(xp, [span])
+            # under a graph's speculation: planned for a few bits more, any narrower span
+            # checked on the device (a plan for wider rows carries narrower ones exactly)
+            self.span, = to_host_ints(xp, [span], lambda v: ([0], v), lambda v: [v[0] + SPECULATED_SPAN_ROOM])
             if low is None:
                 self.width = exact_sizes(self.span, DATA_SPAN_HINT, k, num_moduli)[0]
             else:
@@ -1357,7 +1371,7 @@ class _Ready:
                     got = [[self.backend.add_residues(h, l, mods) for h, l in zip(hs, ls)] for hs, ls in zip(got, low)]
                 got = (mods, got)
                 self.residue_stacks[key] = got
-            return got[1]
+            return host.keep(got)[1]      # a graph reading them keeps them past a remake
 
     def quarter_residues(self, plan):
         """Per part the one slice (m, n, n / 4) of _quarter_product's four matrices F[:q, s::4]
@@ -1371,13 +1385,13 @@ class _Ready:
             if got is None:
                 xp = self.backend.xp
                 n = full[0][0].shape[1]
-                cols = xp.asarray(quarter_columns(n))
+                cols = quarter_index(xp, n)
                 got = (mods, [[xp.ascontiguousarray(part[0][:, cols, :n // 4])] for part in full])
                 stale = [k for k in self.residue_stacks if isinstance(k, tuple) and k[:2] == ("quarter", self.mode)]
                 for key in stale:                         # made for fewer moduli: superseded
                     del self.residue_stacks[key]
                 self.residue_stacks[("quarter", self.mode, mods)] = got
-        return [[r[:m] for r in part] for part in got[1]]
+        return [[r[:m] for r in part] for part in host.keep(got)[1]]
 
     @property
     def nbytes(self):

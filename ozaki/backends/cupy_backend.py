@@ -1064,7 +1064,7 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
         outs = [cupy.empty((out_rows, out_cols), dtype=out_dtype)]
         rhos = [cupy.empty((out_rows, out_cols), dtype=cupy.float64)] if residual else [np.uint64(0)]
     one, table = _operands(arrays, npairs > 1)
-    shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
+    shift_table = np.uint64(0) if npairs == 1 else device_table(shifts, np.int32)
     grid, block = _grid(rows * cols // vec, 128)
     kern(grid, block, one + (table, np.int32(npairs), np.int64(rows), np.int64(cols), np.int64(mod_stride),
                              np.int64(row_stride), shift_table,
@@ -1233,12 +1233,36 @@ def _unfused(m, n, k):
     return "cutlass" if _residue_gemm_library(build=False)[0] is not None else "cublas"
 
 
+_TABLE_TYPES = {np.dtype(np.uint64): "unsigned long long", np.dtype(np.int32): "int"}
+_TABLE_CHUNK = 32
+
+
+@functools.lru_cache(maxsize=None)
+def _table_writer(count, ctype):
+    values = ", ".join(f"{ctype} v{j}" for j in range(count))
+    stores = " ".join(f"t[{j}] = v{j};" for j in range(count))
+    return cupy.RawKernel(f'extern "C" __global__ void ozaki_table({ctype}* t, {values}) {{ {stores} }}',
+                          "ozaki_table")
+
+
+def device_table(values, dtype):
+    """A small device array of host integers (pointers, shifts), written by a kernel whose
+    parameters hold them: no copy from the host, which a CUDA graph's capture cannot take
+    (its parameters are captured by value)."""
+    dtype = np.dtype(dtype)
+    table = cupy.empty(len(values), dtype=dtype)
+    for j in range(0, len(values), _TABLE_CHUNK):
+        chunk = values[j:j + _TABLE_CHUNK]
+        _table_writer(len(chunk), _TABLE_TYPES[dtype])((1,), (1,), (table[j:], *(dtype.type(v) for v in chunk)))
+    return table
+
+
 def _operands(stacks, tabled):
     """The stacks' pointers as kernel parameters (three: the Karatsuba parts of one
     slice pair), and with ``tabled`` (several slice pairs, where the kernels read
     a table) a device table of all of them."""
     ptrs = [S.data.ptr for S in stacks]
-    table = cupy.asarray(np.array(ptrs, dtype=np.uint64)) if tabled else np.uint64(0)
+    table = device_table(ptrs, np.uint64) if tabled else np.uint64(0)
     return tuple(np.uint64(p) for p in (ptrs + [0, 0, 0])[:3]), table
 
 
@@ -1290,7 +1314,7 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype
     defines = (("NMOD", num_moduli), ("NIN", parts), ("NPAIRS", npairs), ("LP", LP),
                ("LACC", LP if npairs == 1 else LP + max(shifts) + 1), ("EPILOGUE_CRT", 1),
                ("OUT_T", _OUT_T[np.dtype(out_dtype)])) + ((("RESIDUAL", 1),) if residual else ())
-    shift_table = np.uint64(0) if npairs == 1 else cupy.asarray(np.array(shifts, dtype=np.int32))
+    shift_table = np.uint64(0) if npairs == 1 else device_table(shifts, np.int32)
     tail = (shift_table, cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
             cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(m * n), np.int64(n),
             rhos[0], rhos[-1])

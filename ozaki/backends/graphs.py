@@ -50,7 +50,11 @@ CACHE_BYTES = 4 << 30
 _lock = threading.Lock()
 _graphs = collections.OrderedDict()      # key -> _Graph
 _calls = collections.Counter()           # key -> eager calls so far
-_refused = {}                            # keys whose capture failed (why): eager from then on
+_refused = {}                            # keys whose last capture failed: why
+_failures = collections.Counter()        # keys' failed captures; CAPTURE_TRIES of them: eager from then on
+# A capture can fail on the data of its call (NaN rows take host steps), so a shape is tried again
+# on later calls, this many times in all.
+CAPTURE_TRIES = 3
 stats = collections.Counter()            # captured, replayed, missed (a check failed: eager again)
 
 
@@ -110,13 +114,26 @@ class _Graph:
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self.lock = threading.Lock()
         self.speculation = Speculation()
-        self.stream.wait_event(cupy.cuda.get_current_stream().record())    # the inputs are ready
+        self.done = None                # the last replay's outputs copied (the next waits for it)
+        caller = cupy.cuda.get_current_stream()
+        self.stream.wait_event(caller.record())    # the inputs are ready
+        try:
+            self._capture(fn, inputs)
+        finally:                        # what the runs made (constants cached on the way) is ready
+            caller.wait_event(self.stream.record())
+        self.checks = len(self.speculation.recorded)
+        self.nbytes = self.pool.total_bytes()
+
+    def _capture(self, fn, inputs):
         with self.stream:
             # the recorded run, in CuPy's pool: any constant the call caches is made there,
-            # not in the graph's pool, which goes with the graph
+            # not in the graph's pool, which goes with the graph; its blocks, freed to this
+            # stream's arena, go back to the device
             with host.speculating(self.speculation):
                 out = fn(*inputs)
             del out
+            self.stream.synchronize()
+            cupy.get_default_memory_pool().free_all_blocks(stream=self.stream)
             with cupy.cuda.using_allocator(self.pool.malloc):
                 self.inputs = [cupy.empty(x.shape, x.dtype) for x in inputs]
                 for buf, x in zip(self.inputs, inputs):
@@ -137,18 +154,20 @@ class _Graph:
                         self.speculation.done()
                     finally:
                         self.graph = self.stream.end_capture()
-        self.checks = len(self.speculation.recorded)
-        self.nbytes = self.pool.total_bytes()
 
     def replay(self, inputs):
         """Copies of the outputs for these inputs, or None where a speculation's check failed."""
         with self.lock:
+            stream = cupy.cuda.get_current_stream()
+            if self.done is not None:   # the buffers are free once the last replay (maybe on
+                stream.wait_event(self.done)    # another thread's stream) has been copied out
             for buf, x in zip(self.inputs, inputs):
                 buf[...] = x
-            self.graph.launch(cupy.cuda.get_current_stream())
+            self.graph.launch(stream)
             # a host value among the outputs (exact mode's flags, from its plan's read) is the
             # recorded run's, which the checks hold to
             outputs = [y.copy() if hasattr(y, "copy") else y for y in self.outputs]
+            self.done = stream.record()
             if self.checks and int(self.speculation.missed[0]):
                 return None
             return outputs
@@ -169,12 +188,13 @@ def _graph(key, fn, inputs):
             return graph
         # the first call runs eagerly (compiles); the capture's recorded run makes any
         # device table the kernels read (cupy_backend._pow2, ...) in CuPy's own pool
-        if not (_calls[key] > 0 and _calls[key] + 1 >= CAPTURE_AFTER and key not in _refused):
+        if not (_calls[key] > 0 and _calls[key] + 1 >= CAPTURE_AFTER and _failures[key] < CAPTURE_TRIES):
             return None
     try:
         graph = _Graph(fn, inputs)
     except Exception as e:              # noqa: BLE001  a step that cannot be captured (a library
         with _lock:                     # call CuPy refuses inside a capture, a host read): eager
+            _failures[key] += 1
             _refused[key] = f"{type(e).__name__}: {e}"
         return None
     with _lock:
@@ -204,7 +224,8 @@ def speculated(key, fn, *inputs):
                 _calls[key] += 1
         return outputs
     outputs = graph.replay(inputs)
-    stats["replayed" if outputs is not None else "missed"] += 1
+    with _lock:
+        stats["replayed" if outputs is not None else "missed"] += 1
     return tuple(outputs) if outputs is not None else tuple(fn(*inputs))
 
 
@@ -225,4 +246,5 @@ def clear():
         _graphs.clear()
         _calls.clear()
         _refused.clear()
+        _failures.clear()
         stats.clear()

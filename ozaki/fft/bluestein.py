@@ -189,17 +189,20 @@ def chirp_spectrum(xp, N, M, sign, opts):
     """FFT_M of b, b_j = conj(c_|j|) for |j| < N wrapped around M (the convolution kernel)."""
     device = xp.cuda.Device().id if xp.__name__ == "cupy" else None
     key = (xp.__name__, device, N, M, sign, tuple(sorted(opts.items())))
+    from ..backends import host
     with _LOCK:
         if key in _SPECTRA:
             _SPECTRA[key] = _SPECTRA.pop(key)                 # most recently used last
-            return _SPECTRA[key]
+            return host.keep(_SPECTRA[key])                   # a graph reading it keeps it
     b = xp.zeros(M, dtype=xp.complex128)
     cc = xp.conj(plans.chirp(xp, N, sign))
     b[:N] = cc
     b[M - N + 1:] = cc[1:][::-1]
     from ..scheme import zero_signs_settled_elsewhere
-    with zero_signs_settled_elsewhere(False):         # kept for later calls: the same bits whatever the caller
-        spectrum = stages.transform(b[None], -1, 1, opts)[0]
+    # kept for later calls: the same bits whatever the caller; its host reads are the
+    # constant's, no decision of a call a graph replays
+    with zero_signs_settled_elsewhere(False), host.speculating(None):
+        spectrum = host.keep(stages.transform(b[None], -1, 1, opts)[0])
     with _LOCK:
         _SPECTRA[key] = spectrum
         while len(_SPECTRA) > SPECTRA_CACHED:

@@ -199,9 +199,9 @@ def _block(x, kind, n, sign, div, opts):
     backend = backend_for(x)
     if not hasattr(backend, "speculated") or not 0 < x.size <= SPECULATE_POINTS:
         return _block_eager(x, kind, n, sign, div, opts)
-    from .. import scheme
-    key = ("fft", x.shape, x.dtype.str, kind, n, sign, div, tuple(sorted(opts.items())), scheme.QUARTER_MIN,
-           stages.FOLD_MIN_ROWS)
+    from .. import get_config, scheme
+    key = ("fft", x.shape, x.dtype.str, kind, n, sign, div, tuple(sorted(opts.items())),
+           tuple(sorted(get_config().items())), scheme.QUARTER_MIN, stages.FOLD_MIN_ROWS)
     return backend.speculated(key, lambda v: (_block_eager(v, kind, n, sign, div, opts),), x)[0]
 
 

@@ -214,7 +214,8 @@ def _kept(xp, key, build):
             _CACHE.move_to_end(full)
             return host.keep(_CACHE[full])
     with host.speculating(None):       # a constant's own host reads are no decision of the call's
-        value = host.keep(build())
+        value = build()
+    host.keep(value)
     with _CACHE_LOCK:
         _CACHE[full] = value
         _CACHE.move_to_end(full)
