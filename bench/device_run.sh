@@ -592,12 +592,15 @@ elif [ "$profile" = s24b ] || [ "$profile" = s24c ] || [ "$profile" = s24d ]; th
         --out "$W/kernels_stack_4096x64.json"
     [ "$profile" = s24d ] || issue11_tables $([ "$profile" = s24c ] && echo nofp8)
 elif [ "$profile" = s25b ]; then
-    gpu_tests gpu_graphs 150 tests/backends/test_graphs.py tests/fft/test_fft_graphs.py
-    gpu_tests gpu_fft 100 tests/fft/test_fft_gpu.py -k "same_bits_as_cpu and not block"
+    gpu_tests gpu_graphs 170 tests/backends/test_graphs.py tests/fft/test_fft_graphs.py &
+    gpu_tests gpu_fft 170 tests/fft/test_fft_gpu.py -k "same_bits_as_cpu or specials or zero_signs" &
+    wait
     fft_small="--cubes 64 128 --batches 4096x1024 1024x1024 256x256 --sizes 4096 65536 1048576 --fresh 3 --repeats 5"
-    stage fft_graphs 80 python3 -m bench.fft $fft_small --out "$W/fft_graphs.json"
-    stage fft_eager 80 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.fft $fft_small --out "$W/fft_eager.json"
-    stage fft_graphs_2e24 60 env OZAKI_FFT_GRAPH_POINTS=16777216 python3 -m bench.fft --cubes 256 \
+    stage fft_graphs 70 python3 -m bench.fft $fft_small --out "$W/fft_graphs.json"
+    stage fft_eager 70 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.fft $fft_small --out "$W/fft_eager.json"
+    stage gemm_exact 40 python3 -m bench.gemm --sizes 512 1024 --shapes 4096x64x64x64 --families normal --no-emulated \
+        --samples 4 --modes exact accurate --out "$W/gemm_exact.json"
+    stage fft_graphs_2e24 50 env OZAKI_FFT_GRAPH_POINTS=16777216 python3 -m bench.fft --cubes 256 \
         --batches 16384x1024 --sizes 16777216 --fresh 2 --repeats 3 --out "$W/fft_graphs_2e24.json"
 elif [ "$profile" = s25a ]; then
     ncu_calls
