@@ -218,7 +218,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -602,6 +602,15 @@ elif [ "$profile" = s25b ]; then
         --samples 4 --modes exact accurate --out "$W/gemm_exact.json"
     stage fft_graphs_2e24 50 env OZAKI_FFT_GRAPH_POINTS=16777216 python3 -m bench.fft --cubes 256 \
         --batches 16384x1024 --sizes 16777216 --fresh 2 --repeats 3 --out "$W/fft_graphs_2e24.json"
+elif [ "$profile" = s25c ]; then   # after run 7f56e13: an fftn's axes a graph each; exact mode eager beside
+    gpu_tests gpu_fft_graphs 130 tests/fft/test_fft_graphs.py
+    fft_small="--cubes 64 128 --batches 4096x1024 256x256 --sizes 65536 --fresh 3 --repeats 5"
+    stage fft_graphs 45 python3 -m bench.fft $fft_small --out "$W/fft_graphs.json"
+    stage fft_eager 45 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.fft $fft_small --out "$W/fft_eager.json"
+    exact_small="--sizes 512 1024 2048 --shapes 4096x64x64x64 256x256x256x256 --families normal --no-emulated --samples 4"
+    stage gemm_exact 40 python3 -m bench.gemm $exact_small --modes exact accurate --out "$W/gemm_exact.json"
+    stage gemm_exact_eager 40 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.gemm $exact_small --modes exact accurate \
+        --out "$W/gemm_exact_eager.json"
 elif [ "$profile" = s25a ]; then
     ncu_calls
     issue11_tables nofp8

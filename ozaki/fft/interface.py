@@ -167,7 +167,7 @@ def transform_axis(a, n, axis, kind, sign, div, opts, dest=None):
     y = None
     for rows in blocks:
         block = source.read(rows)
-        yb = _block(block, kind, n, sign, div, opts)
+        yb = _block(block, kind, n, sign, div, opts, axis)
         if target is not None:
             target.write(rows, yb)
         elif rows.stop - rows.start == count:
@@ -193,14 +193,16 @@ def transform_axis(a, n, axis, kind, sign, div, opts, dest=None):
 SPECULATE_POINTS = int(os.environ.get("OZAKI_FFT_GRAPH_POINTS", 1 << 22))
 
 
-def _block(x, kind, n, sign, div, opts):
-    """The transform of the rows of ``x`` (contiguous, 2-D), specials included."""
+def _block(x, kind, n, sign, div, opts, axis=None):
+    """The transform of the rows of ``x`` (contiguous, 2-D), specials included.  ``axis``: the
+    axis the rows lie along, a graph's key apart from the shape: an fftn's axes transform data
+    of one shape but not of one kind (the first reads real rows, the others complex ones)."""
     from .. import backend_for
     backend = backend_for(x)
     if not hasattr(backend, "speculated") or not 0 < x.size <= SPECULATE_POINTS:
         return _block_eager(x, kind, n, sign, div, opts)
     from .. import get_config, scheme
-    key = ("fft", x.shape, x.dtype.str, kind, n, sign, div, tuple(sorted(opts.items())),
+    key = ("fft", axis, x.shape, x.dtype.str, kind, n, sign, div, tuple(sorted(opts.items())),
            tuple(sorted(get_config().items())), scheme.QUARTER_MIN, stages.FOLD_MIN_ROWS)
     return backend.speculated(key, lambda v: (_block_eager(v, kind, n, sign, div, opts),), x)[0]
 
