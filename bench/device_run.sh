@@ -603,13 +603,13 @@ elif [ "$profile" = s25b ]; then
     stage fft_graphs_2e24 50 env OZAKI_FFT_GRAPH_POINTS=16777216 python3 -m bench.fft --cubes 256 \
         --batches 16384x1024 --sizes 16777216 --fresh 2 --repeats 3 --out "$W/fft_graphs_2e24.json"
 elif [ "$profile" = s25c ]; then   # after run 7f56e13: an fftn's axes a graph each; exact mode eager beside
-    gpu_tests gpu_fft_graphs 130 tests/fft/test_fft_graphs.py
-    fft_small="--cubes 64 128 --batches 4096x1024 256x256 --sizes 65536 --fresh 3 --repeats 5"
-    stage fft_graphs 45 python3 -m bench.fft $fft_small --out "$W/fft_graphs.json"
-    stage fft_eager 45 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.fft $fft_small --out "$W/fft_eager.json"
-    exact_small="--sizes 512 1024 2048 --shapes 4096x64x64x64 256x256x256x256 --families normal --no-emulated --samples 4"
-    stage gemm_exact 40 python3 -m bench.gemm $exact_small --modes exact accurate --out "$W/gemm_exact.json"
-    stage gemm_exact_eager 40 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.gemm $exact_small --modes exact accurate \
+    gpu_tests gpu_fft_graphs 120 tests/fft/test_fft_graphs.py
+    stage fft_graphs 35 python3 -m bench.fft --cubes 64 128 --sizes --repeats 5 --out "$W/fft_graphs.json"
+    stage fft_eager 35 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.fft --cubes 64 128 --sizes --repeats 5 \
+        --out "$W/fft_eager.json"
+    exact_small="--sizes 1024 --shapes 4096x64x64x64 --families normal --no-emulated --samples 4"
+    stage gemm_exact 25 python3 -m bench.gemm $exact_small --modes exact --out "$W/gemm_exact.json"
+    stage gemm_exact_eager 25 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.gemm $exact_small --modes exact \
         --out "$W/gemm_exact_eager.json"
 elif [ "$profile" = s25a ]; then
     ncu_calls
