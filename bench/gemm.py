@@ -162,7 +162,11 @@ def main(argv=None):
     shapes = [(1, n, n, n) for n in a.sizes] + [tuple(int(v) for v in s.split("x")) for s in a.shapes]
     rows = run(shapes, modes, a.families, a.samples, a.repeats, emulated=not a.no_emulated,
                substrates=a.substrates, paths=a.paths, dtype=a.dtype)
-    common.write_json(a.out, {"meta": common.meta(), "rows": rows})
+    from ozaki.backends import graphs
+    # CUDA graphs: how many shapes were captured and replayed, and why a capture failed
+    print(f"graphs: {dict(graphs.stats)}; refused: {sorted(set(graphs._refused.values()))}")
+    common.write_json(a.out, {"meta": common.meta(), "rows": rows, "graphs": dict(graphs.stats),
+                              "graphs_refused": sorted(set(graphs._refused.values()))})
 
 
 if __name__ == "__main__":
