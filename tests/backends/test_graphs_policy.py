@@ -282,3 +282,20 @@ def test_a_replay_waits_for_the_last_ones_copies(graphs):
     for _ in range(4):
         g.speculated(("fft",), reading(rec, Array), Array())
     assert waited.count("copied") >= 2
+
+
+def test_a_widened_value_is_what_every_run_decides_by(graphs):
+    """host.read's ``widen``: the recorded run, the warm run and the capture all get the
+    widened value (the plan a replay keeps), its bounds computed from it."""
+    from ozaki.backends import host
+    g, rec, Array = graphs
+    seen = []
+
+    def call(x):
+        seen.append(int(host.read(Array((), "i8", 7), lambda v: (v - 20, v), lambda v: v + 8)))
+        return (Array(),)
+    for _ in range(3):
+        g.speculated(("fft",), call, Array())
+    (graph,) = g._graphs.values()
+    (value, lo, hi), = graph.speculation.recorded
+    assert seen == [7, 15, 15, 15] and int(value) == 15 and int(lo) == -5 and int(hi) == 15
