@@ -202,7 +202,8 @@ def chirp_spectrum(xp, N, M, sign, opts):
     # kept for later calls: the same bits whatever the caller; its host reads are the
     # constant's, no decision of a call a graph replays
     with zero_signs_settled_elsewhere(False), host.speculating(None):
-        spectrum = host.keep(stages.transform(b[None], -1, 1, opts)[0])
+        spectrum = stages.transform(b[None], -1, 1, opts)[0]
+    host.keep(spectrum)
     with _LOCK:
         _SPECTRA[key] = spectrum
         while len(_SPECTRA) > SPECTRA_CACHED:
