@@ -165,18 +165,19 @@ def to_host_ints(xp, values, bounds=None, widen=None):
     if not where:
         return list(values)
 
-    def on_all(f):                      # f of every value, for the device ones
-        def g(got):
-            full = list(values)
-            for i, v in zip(where, np.atleast_1d(got).tolist()):
-                full[i] = int(v)
-            out = f(full)
-            return tuple(np.array([o[i] for i in where]) for o in out) if isinstance(out, tuple) else \
-                np.array([out[i] for i in where])
-        return g if f is not None else None
+    def full(got):                      # every value, the device ones as read
+        out = list(values)
+        for i, v in zip(where, np.atleast_1d(got).tolist()):
+            out[i] = int(v)
+        return out
 
+    def pick(out):                      # the device ones of a list of every value
+        return np.array([out[i] for i in where])
+
+    device_bounds = None if bounds is None else lambda got: tuple(map(pick, bounds(full(got))))
+    device_widen = None if widen is None else lambda got: pick(widen(full(got)))
     stacked = xp.stack([xp.asarray(values[i]).astype(xp.int64).reshape(()) for i in where])
-    got = iter(host.read(stacked, on_all(bounds), on_all(widen)).tolist())
+    got = iter(host.read(stacked, device_bounds, device_widen).tolist())
     return [v if isinstance(v, int) else next(got) for v in values]
 
 
