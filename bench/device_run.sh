@@ -205,6 +205,9 @@
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
+#   s26a      issue 11's tables without fp8 at the current code, exact mode's stack with graphs
+#             and without (the graphs' refused reasons printed), then two small calls' kernels
+#             under Nsight Compute (the stack of 4096 x 64^2, the batch of 4096 x 1024; about 400 s)
 #   s25a      where the small products' and transforms' GPU time goes, kernel by kernel under
 #             Nsight Compute (duration, DRAM bytes, throughput, occupancy, registers; eager, no
 #             graphs), then issue 11's tables without fp8 (about 330 s)
@@ -218,7 +221,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -270,8 +273,9 @@ ncu_calls() {   # each small call's kernels under Nsight Compute, one CSV each (
     metrics=$metrics,launch__block_size,launch__registers_per_thread,sm__throughput.avg.pct_of_peak_sustained_elapsed
     metrics=$metrics,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed
     metrics=$metrics,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum
-    local call
-    for call in "stack 4096x64" "stack 256x256" "matmul 1024" "matmul 2048" "batch 4096x1024" "fft 1048576"; do
+    local call calls=("$@")
+    [ ${#calls[@]} -gt 0 ] || calls=("stack 4096x64" "stack 256x256" "matmul 1024" "matmul 2048" "batch 4096x1024" "fft 1048576")
+    for call in "${calls[@]}"; do
         stage "ncu_${call// /_}" 60 env OZAKI_CUDA_GRAPHS=0 ncu --clock-control none --profile-from-start off \
             --csv --metrics "$metrics" python3 -m bench.kernel_times $call --ncu
     done
@@ -611,6 +615,13 @@ elif [ "$profile" = s25c ]; then   # after run 7f56e13: an fftn's axes a graph e
     stage gemm_exact 25 python3 -m bench.gemm $exact_small --modes exact --out "$W/gemm_exact.json"
     stage gemm_exact_eager 25 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.gemm $exact_small --modes exact \
         --out "$W/gemm_exact_eager.json"
+elif [ "$profile" = s26a ]; then
+    issue11_tables nofp8
+    exact_small="--sizes 1024 --shapes 4096x64x64x64 --families normal --no-emulated --samples 4"
+    stage gemm_exact 30 python3 -m bench.gemm $exact_small --modes exact --out "$W/gemm_exact.json"
+    stage gemm_exact_eager 25 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.gemm $exact_small --modes exact \
+        --out "$W/gemm_exact_eager.json"
+    ncu_calls "stack 4096x64" "batch 4096x1024"
 elif [ "$profile" = s25a ]; then
     ncu_calls
     issue11_tables nofp8
@@ -990,6 +1001,7 @@ for f in certified certified_4k; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tai
 [ -f "$W/residue_pass.txt" ] && { echo "== residue pass =="; grep -E "moduli|Error" "$W/residue_pass.txt"; }
 echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
+for f in "$W"/ncu_stack_*.txt "$W"/ncu_batch_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; python3 -m bench.ncu_table "$f" --outputs $(case $f in *4096x64*) echo 16777216;; *4096x1024*) echo 4194304;; *) echo 1;; esac) 2>&1 | head -30; }; done
 for f in "$W"/ncu_residues_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; grep -E "Duration|Executed Ipc A|Issue Slots Busy|Achieved Occupancy|Registers Per|DRAM Throughput|Compute \(SM\) Throughput|Memory Throughput|Stall|L2 Hit|Warp Cycles Per Issued" "$f" | head -24; }; done
 for f in "$W"/kernels_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; head -22 "$f"; }; done
 [ -f "$W/ncu_epilogue.txt" ] && { echo "== ncu epilogue =="; grep -E "Duration|Registers Per|Achieved Occupancy|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Issue Slots Busy|L2 Hit|Warp Cycles Per Issued|Stall" "$W/ncu_epilogue.txt" | head -24; }
