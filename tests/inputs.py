@@ -83,6 +83,22 @@ def sprinkle_zeros(rng, x, fraction=0.3):
     return x
 
 
+def ceiling_rows(rng, shape):
+    """Rows for the ceilings c = ceil(|x| 2**e): the whole exponent range (rows whose
+    maximum is subnormal, where 2**e is past double's range, and rows up to 2**1024, where
+    the smaller entries' |x| 2**e underflow), subnormals, signed zeros, NaN and inf, and
+    entries exactly at powers of two and just above them (the ceilings' edges)."""
+    rows, k = shape
+    x = bit_range_rows(rng, shape)
+    if k:
+        x[2 % rows] = 5e-324 * rng.integers(-(1 << 20), 1 << 20, k)        # subnormal maxima
+        x[3 % rows] = np.ldexp(1.0, 1023) * rng.uniform(-1.99, 1.99, k)
+        x[3 % rows, ::3] = 5e-324                                            # underflow under 2**1024's scale
+        x[4 % rows] = np.ldexp(rng.choice([1.0, -1.0], k), rng.integers(-40, 40, k))
+        x[5 % rows] = np.nextafter(x[4 % rows], np.inf)
+    return x
+
+
 def sprinkle_specials(rng, x, fraction=0.05):
     x = x.copy()
     mask = rng.random(x.shape) < fraction

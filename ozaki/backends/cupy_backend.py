@@ -522,9 +522,17 @@ def pairs_in_place():
     return _new_kernel("pairs_in_place")
 
 
-# Rows up to this long are scanned by one warp each (8 rows a block) instead of
-# a block of 256 threads each: a stack of small matrices has many short rows.
+# Rows up to this long are scanned by a warp or part of one (4 to 32 threads, about 8
+# entries a thread) instead of a block of 256 threads each: a stack of small matrices has
+# many short rows.
 SHORT_ROW = 1024
+
+
+def _row_threads(k):
+    """scan_rows.cu's threads a row (ROW_THREADS) for rows of k entries."""
+    if k > SHORT_ROW:
+        return 256
+    return min(32, max(4, 1 << max(0, -(-k // 8) - 1).bit_length()))
 
 def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, halves=False):
     """As numpy_backend.scan_rows, one block (or, for short rows, one warp) per row
@@ -545,7 +553,7 @@ def _scan(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, halv
     c = cupy.empty((rows, kpad), dtype=cupy.int8) if hat else None
     sumsq = cupy.empty(rows, dtype=cupy.int64) if sum_squares or sum_ceilings else None
     top, lsb = (cupy.empty(rows, dtype=cupy.int64) for _ in range(2)) if bits else (None, None)
-    row_threads = 32 if k <= SHORT_ROW else 256
+    row_threads = _row_threads(k)
     defines = (("CEIL_BITS", ceil_bits), ("ROW_THREADS", row_threads)) + ((("WRITE_HAT", 1),) if hat else ()) \
         + ((("SUM_SQUARES", 1),) if sum_squares else ()) + ((("SUM_CEILINGS", 1),) if sum_ceilings else ()) \
         + ((("HAT_HALVES", 1),) if halves else ()) + ((("ROW_BITS", 1),) if bits else ())

@@ -651,14 +651,18 @@ def test_fixups_on_a_stack(rng):
         assert same_bits(cpu[g], ozaki.matmul(A[g], B[g])), g
 
 
-@pytest.mark.parametrize("rows,k", [(1, 1), (13, 64), (9, 1024), (5, 1025), (3, 3000), (300, 2100), (3, 16384)])
+@pytest.mark.parametrize("rows,k", [(1, 1), (70, 16), (13, 64), (21, 100), (45, 200), (9, 1024), (5, 1025), (3, 3000),
+                                    (300, 2100), (3, 16384)])
 def test_scan_rows_kernel(rng, rows, k):
-    """Short rows (a warp each, a partial last block) and long rows (a block each) against
-    the numpy backend, with zeros, specials, subnormals and huge values."""
+    """Short rows (4, 8, 16 or 32 threads each, several rows a warp, a partial last block)
+    and long rows (a block each) against the numpy backend, with zeros, specials,
+    subnormals and huge values."""
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
     x = inputs.sprinkle_specials(rng, inputs.wide(rng, (rows, k), 500), 0.02)
     x[0, : max(1, k // 3)] = 2.0 ** -1070
+    x = np.concatenate([x, inputs.ceiling_rows(rng, (6, k))])     # maxima subnormal and near 2**1024
+    rows = x.shape[0]
     bits = min(30, 62 - k.bit_length())                  # certified's bound (scheme.bound_side)
     for ceil_bits, hat, sumsq, sums in ((0, False, False, False), (6, True, False, False), (15, False, True, False),
                                         (5, True, True, False), (bits, False, False, True)):

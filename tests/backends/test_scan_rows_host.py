@@ -78,3 +78,90 @@ def test_row_bits_kernel_on_the_host(host, tmp_path, rng, shape):
     assert np.array_equal(flags, want_flags)
     if shape[1] > 1:
         assert top[2 % shape[0]] == 1024 and lsb[2 % shape[0]] == -1074
+
+
+CEILINGS_HOST = r"""
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+using std::isfinite; using std::fabs; using std::fmax; using std::ceil; using std::frexp;
+#define __device__
+#define __forceinline__ inline
+#define __global__
+#define __restrict__
+#define __shared__ static
+#define __syncthreads()
+struct Dim { long long x, y, z; };
+static Dim blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {256, 1, 1}, gridDim = {1, 1, 1};
+static inline double __longlong_as_double(long long b) { double v; std::memcpy(&v, &b, 8); return v; }
+#define ROW_THREADS 1
+#include "scan_rows.cu"
+// argv: input file (rows k, then the rows), output file (amax, flags, e, sumsq per row as
+// 8-byte words, then the int8 ceilings, rows x kpad)
+int main(int argc, char** argv) {
+    FILE* in = fopen(argv[1], "rb"); FILE* out = fopen(argv[2], "wb");
+    long long h[3]; fread(h, 8, 3, in);
+    long long rows = h[0], k = h[1], kpad = h[2];
+    std::vector<double> x(rows * k + 1); fread(x.data(), 8, rows * k, in);
+    std::vector<double> amax(rows); std::vector<signed char> flags(rows), hat(rows * kpad + 1);
+    std::vector<long long> e(rows), sumsq(rows);
+    for (long long b = 0; b * 256 < rows; ++b)
+        for (long long t = 0; t < 256; ++t) {
+            blockIdx.x = b; threadIdx.x = t;
+            scan_rows(x.data(), rows, k, kpad, amax.data(), flags.data(), e.data(), hat.data(), sumsq.data(),
+                      nullptr, nullptr);
+        }
+    for (long long r = 0; r < rows; ++r) {
+        long long f = flags[r];
+        fwrite(&amax[r], 8, 1, out); fwrite(&f, 8, 1, out); fwrite(&e[r], 8, 1, out); fwrite(&sumsq[r], 8, 1, out);
+    }
+    fwrite(hat.data(), 1, rows * kpad, out);
+    fclose(in); fclose(out);
+    return 0;
+}
+"""
+
+# scan_rows's ceilings as the plans ask for them (scheme: accurate mode's hat at 6 bits and
+# its complex halves at 5, fast mode's sums of squares at 15, certified's sums of ceilings)
+CEILINGS = {"hat": ("CEIL_BITS 6", "WRITE_HAT 1"), "halves": ("CEIL_BITS 5", "WRITE_HAT 1", "HAT_HALVES 1"),
+            "squares": ("CEIL_BITS 15", "SUM_SQUARES 1"), "sums": ("CEIL_BITS 30", "SUM_CEILINGS 1")}
+
+
+@pytest.fixture(scope="module")
+def ceilings_hosts(tmp_path_factory):
+    return {name: host_build.build(tmp_path_factory, "".join(f"#define {d}\n" for d in defines) + CEILINGS_HOST,
+                                   f"scan_rows_{name}")
+            for name, defines in CEILINGS.items()}
+
+
+@pytest.mark.parametrize("shape", [(9, 1), (300, 34), (7, 64), (3, 2000)])
+@pytest.mark.parametrize("kind", sorted(CEILINGS))
+def test_ceilings_kernel_on_the_host(ceilings_hosts, tmp_path, rng, shape, kind):
+    """scan_rows.cu's row maximum, flags, scale and ceilings (two multiplications by powers
+    of two, not ldexp) on the host against numpy_backend.scan_rows (numpy's ldexp)."""
+    rows, k = shape
+    ceil_bits = int(CEILINGS[kind][0].split()[1])
+    halves = kind == "halves"
+    kc = k // 2 if halves else k
+    kpad = -(-kc // 16) * 16
+    x = inputs.ceiling_rows(rng, shape)
+    src, dst = tmp_path / "in.bin", tmp_path / "out.bin"
+    with open(src, "wb") as f:
+        np.asarray([rows, k, kpad], dtype=np.int64).tofile(f)
+        x.tofile(f)
+    subprocess.run([ceilings_hosts[kind], str(src), str(dst)], check=True)
+    raw = np.fromfile(dst, dtype=np.uint8)
+    words = raw[:rows * 32].view(np.int64).reshape(rows, 4)
+    hat = raw[rows * 32:].view(np.int8).reshape(rows, kpad)
+    amax, flags, e, c, sumsq = numpy_backend.scan_rows(x, ceil_bits, hat=kind in ("hat", "halves"),
+                                                       sum_squares=kind == "squares", sum_ceilings=kind == "sums",
+                                                       halves=halves)
+    assert np.array_equal(words[:, 0].view(np.float64), amax)
+    assert np.array_equal(words[:, 1], flags) and np.array_equal(words[:, 2], e)
+    if c is not None:
+        assert np.array_equal(hat[:, :kc], c) and not hat[:, kc:].any()
+        if k and not halves:
+            assert c[4 % rows].max() == 1 << (ceil_bits - 1)  # the row's maximum, a power of two 2**t: c = 2**(ceil_bits - 1)
+    else:
+        assert np.array_equal(words[:, 3], sumsq)

@@ -17,25 +17,31 @@
 //             (numpy_backend.row_bits: exact mode's plan, in the same read as the flags)
 // Everything is an integer or a maximum: the result does not depend on the
 // order of the reduction, so it matches numpy bit for bit.  A row is a block
-// of 256 threads, or a warp when rows are short (ROW_THREADS 32).
+// of 256 threads, or part of a warp when rows are short (ROW_THREADS 4..32).
 
 #define THREADS 256
-// Threads per row: 256, or 32 for short rows (a warp a row, 8 rows a block); 1 (a thread a
-// row) is the host build's (tests/backends/test_scan_rows_host.py), never launched.
+// Threads per row: 256, or for short rows a power of two from 4 to 32 (a warp holds
+// 32 / ROW_THREADS rows; cupy_backend gives a thread about 8 entries: rows of 64 entries a
+// warp each cost 314 warp instructions a row, the reductions' and the setup's, for the
+// stack of 4096 x 64^2 on the H100, run 0b16e61); 1 (a thread a row) is the host build's
+// (tests/backends/test_scan_rows_host.py), never launched.
 #ifndef ROW_THREADS
 #define ROW_THREADS 256
 #endif
 #define ROWS_PER_BLOCK (THREADS / ROW_THREADS)
 
-// The reductions over one row's threads: warp shuffles when a row is a warp,
-// else a shared-memory tree over the block (one row a block).
+// The reductions over one row's threads: warp shuffles when a row is a warp or part of one
+// (lane ^ s, s < ROW_THREADS, stays in the row's aligned group of lanes; every lane of the
+// warp takes part, idle rows too), else a shared-memory tree over the block (one row a block).
 template <typename T, typename Op>
 __device__ __forceinline__ T row_reduce(T v, T* scratch, Op op) {
-#if ROW_THREADS == 32
-    for (int s = 16; s > 0; s >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, s));
-    return v;
-#elif ROW_THREADS == 1
+#if ROW_THREADS == 1
     (void)scratch; (void)op;
+    return v;
+#elif ROW_THREADS <= 32
+    static_assert((ROW_THREADS & (ROW_THREADS - 1)) == 0, "ROW_THREADS: a power of two");
+    (void)scratch;
+    for (int s = ROW_THREADS / 2; s > 0; s >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, s));
     return v;
 #else
     scratch[threadIdx.x] = v;
@@ -113,23 +119,33 @@ extern "C" __global__ void scan_rows(const double* __restrict__ x, long long row
     }
 #endif
 #if CEIL_BITS > 0
-    auto ceiling = [](double v, int e) {
-        return (isfinite(v) && v != 0.0) ? fmax(ceil(ldexp(fabs(v), e)), 1.0) : 0.0;
-    };
     int fe;
     frexp(m, &fe);
     if (m == 0.0) fe = 0;
     int e = CEIL_BITS - fe;
     if (active && lane == 0) e_out[r] = e;
+    // ceil(|v| 2**e) by two multiplications by powers of two instead of ldexp's routine a
+    // value (the stack of 4096 x 64^2's scan ran 157 instructions an entry with it, H100,
+    // run 0b16e61).  e lies in [CEIL_BITS - 1024, CEIL_BITS + 1074]: 2**e may not be a double,
+    // its halves s1 = 2**(e/2), s2 = 2**(e - e/2) are.  The products are exact wherever
+    // |v| 2**e >= 2**-1022 (the intermediate lies between |v| and |v| 2**e; nothing
+    // overflows, |v| 2**e < 2**CEIL_BITS); below it they, like ldexp, round to at most
+    // 2**-1022, whose ceiling is 0 or 1, which the max with 1 makes 1 either way.
+    const int e1 = e / 2;
+    const double s1 = __longlong_as_double((long long)(1023 + e1) << 52);
+    const double s2 = __longlong_as_double((long long)(1023 + e - e1) << 52);
+    auto ceiling = [s1, s2](double v) {
+        return (isfinite(v) && v != 0.0) ? fmax(ceil(fabs(v) * s1 * s2), 1.0) : 0.0;
+    };
     long long acc = 0;
     const long long kp = active ? kpad : 0;
 #ifdef HAT_HALVES
     const long long half = k / 2;
     for (long long j = lane; j < kp; j += ROW_THREADS)
-        hat[r * kpad + j] = (signed char)(int)(j < half ? ceiling(row[j], e) + ceiling(row[j + half], e) : 0.0);
+        hat[r * kpad + j] = (signed char)(int)(j < half ? ceiling(row[j]) + ceiling(row[j + half]) : 0.0);
 #else
     for (long long j = lane; j < kp; j += ROW_THREADS) {
-        double c = ceiling(j < k ? row[j] : 0.0, e);
+        double c = ceiling(j < k ? row[j] : 0.0);
 #ifdef WRITE_HAT
         hat[r * kpad + j] = (signed char)(int)c;
 #endif
