@@ -49,6 +49,7 @@ struct Dim { long long x, y, z; };
 static Dim blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
 static inline long long __double_as_longlong(double x) { long long v; std::memcpy(&v, &x, 8); return v; }
+static inline double __longlong_as_double(long long b) { double d; std::memcpy(&d, &b, 8); return d; }
 static inline double __hiloint2double(int hi, int lo) {
     unsigned long long v = ((unsigned long long)(unsigned)hi << 32) | (unsigned)lo;
     double x; std::memcpy(&x, &v, 8); return x;

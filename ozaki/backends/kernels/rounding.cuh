@@ -19,6 +19,18 @@ template <> struct Format<float> { static constexpr int PREC = 24, LSB_MIN = -14
 template <int L, typename F = double, bool WITH_RESIDUAL = false>
 __device__ __forceinline__ F round_to(long long* a, long long exponent, double* residual = nullptr);
 
+// q 2**lsb for an integer q < 2**54 (exact in a double) and lsb >= -1074, rounded once: the
+// value itself wherever it is a double (normal, or a subnormal multiple of 2**-1074), inf
+// past the range.  Two multiplications by powers of two, not ldexp's routine (about 40
+// instructions an output, in every epilogue): with lsb capped at 2046 (any value that far
+// up overflows either way), l1 = lsb / 2 and lsb - l1 lie in [-537, 1023], so both powers
+// are normal doubles, q 2**l1 is exact (q < 2**54), and the second product rounds once.
+__device__ __forceinline__ double times_pow2(double q, long long lsb) {
+    const int l = lsb > 2046 ? 2046 : (int)lsb;
+    const int l1 = l / 2;
+    return q * __longlong_as_double((long long)(1023 + l1) << 52) * __longlong_as_double((long long)(1023 + l - l1) << 52);
+}
+
 // x - q 2**lsb for the magnitude limbs a of x = int(a) 2**exponent, rounded to double
 // (the helper of round_to's residual; a is overwritten).  q 2**lsb is a multiple of
 // 2**exponent unless lsb < exponent, where x has at most PREC bits and is its own
@@ -28,7 +40,7 @@ template <int L, typename F>
 __device__ __forceinline__ double residual_of(long long* a, long long exponent, unsigned long long q,
                                               long long lsb, bool negative) {
     constexpr int LSB_MIN = Format<F>::LSB_MIN;
-    double r = ldexp((double)q, lsb > 4096 ? 4096 : (int)lsb);
+    double r = times_pow2((double)q, lsb);
     double zero = (double)(sizeof(F) - sizeof(F));
     if (isinf((F)r) || (sizeof(F) == 8 && lsb == LSB_MIN)) return zero / zero;     // NaN
     if (lsb < exponent) return 0.0;
@@ -106,7 +118,6 @@ __device__ __forceinline__ F round_to(long long* a, long long exponent, double* 
         if (lsb == LSB_MIN)
             return __int_as_float((int)q | (negative ? (int)0x80000000 : 0));
     }
-    int ilsb = lsb > 4096 ? 4096 : (int)lsb;
-    double r = ldexp((double)q, ilsb);
+    double r = times_pow2((double)q, lsb);
     return (F)(negative ? -r : r);                  // exact (round to nearest: inf past F's range)
 }
