@@ -205,9 +205,9 @@
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
-#   s26b      after the short rows' scan: its GPU tests, small products and stacks with graphs and
-#             without, the stack's kernels under ncu, and the fused kernel's instructions by SASS
-#             line (Nsight Compute's source counters; about 300 s)
+#   s26b      after the short rows' scan and the rounding's powers of two: their GPU tests (the
+#             same bits on every path), small products and stacks with graphs and without, the
+#             stack's kernels under ncu (about 330 s)
 #   s26a      issue 11's tables without fp8 at the current code, exact mode's stack with graphs
 #             and without (the graphs' refused reasons printed), then two small calls' kernels
 #             under Nsight Compute (the stack of 4096 x 64^2, the batch of 4096 x 1024; about 400 s)
@@ -619,18 +619,16 @@ elif [ "$profile" = s25c ]; then   # after run 7f56e13: an fftn's axes a graph e
     stage gemm_exact_eager 25 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.gemm $exact_small --modes exact \
         --out "$W/gemm_exact_eager.json"
 elif [ "$profile" = s26b ]; then
-    gpu_tests gpu_scan 100 tests/backends/test_cupy_backend.py tests/backends/test_graphs.py -k "scan_rows or row_bits \
-        or stack or fixups"
+    gpu_tests gpu_scan 150 tests/backends/test_cupy_backend.py tests/backends/test_graphs.py -k "scan_rows or row_bits \
+        or stack or fixups" &
+    gpu_tests gpu_rounding 150 tests/backends/test_cupy_backend.py tests/backends/test_cupy_float32.py \
+        tests/backends/test_fused.py -k "same_bits or residual or subnormal or moduli_counts or complex_paths" &
+    wait
     small="--sizes 1024 2048 --shapes 4096x64x64x64 256x256x256x256 16x1024x1024x1024 --families normal --no-emulated \
         --samples 4 --modes accurate"
     stage gemm_small 60 python3 -m bench.gemm $small --out "$W/gemm_small.json"
     stage gemm_small_eager 60 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.gemm $small --out "$W/gemm_small_eager.json"
     ncu_calls "stack 4096x64"
-    stage ncu_fused_source 90 env OZAKI_CUDA_GRAPHS=0 ncu --clock-control none --profile-from-start off -k regex:fused \
-        --launch-count 1 --section SourceCounters -o "$W/fused_source" python3 -m bench.kernel_times stack 4096x64 --ncu
-    [ -f "$W/fused_source.ncu-rep" ] && { ncu -i "$W/fused_source.ncu-rep" --page source --csv --print-source sass \
-        > "$W/fused_sass.csv" 2> "$W/fused_sass.err" || ncu -i "$W/fused_source.ncu-rep" --page source --csv \
-        > "$W/fused_sass.csv" 2>> "$W/fused_sass.err"; rm -f "$W/fused_source.ncu-rep"; }
 elif [ "$profile" = s26a ]; then
     issue11_tables nofp8
     exact_small="--sizes 1024 --shapes 4096x64x64x64 --families normal --no-emulated --samples 4"
