@@ -205,6 +205,9 @@
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
+#   s26c      the rounding's GPU tests s26b did not reach (float32, the fused kernel, the FFT's same
+#             bits, residuals and certified), the graphs' work cap (2**33 against 2**34 and graphs
+#             off) on 2048^2 and two stacks, issue 16's small transforms (about 260 s)
 #   s26b      after the short rows' scan and the rounding's powers of two: their GPU tests (the
 #             same bits on every path), small products and stacks with graphs and without, the
 #             stack's kernels under ncu (about 330 s)
@@ -224,7 +227,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -618,6 +621,20 @@ elif [ "$profile" = s25c ]; then   # after run 7f56e13: an fftn's axes a graph e
     stage gemm_exact 25 python3 -m bench.gemm $exact_small --modes exact --out "$W/gemm_exact.json"
     stage gemm_exact_eager 25 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.gemm $exact_small --modes exact \
         --out "$W/gemm_exact_eager.json"
+elif [ "$profile" = s26c ]; then
+    gpu_tests gpu_fused 150 tests/backends/test_fused.py tests/backends/test_cupy_float32.py -k "same_bits \
+        or moduli_counts or complex_paths or stacks or subnormal or auto_path or int32_limits" &
+    gpu_tests gpu_fft 150 tests/fft/test_fft_gpu.py -k "same_bits_as_cpu" &
+    gpu_tests gpu_rest 150 tests/backends/test_cupy_backend.py tests/backends/test_graphs.py -k "residual \
+        or exact_entries or certified or fp8 or large_products or replays_on" &
+    wait
+    cap="--sizes 2048 --shapes 16x1024x1024x1024 256x256x256x256 --families normal --no-emulated --samples 4 \
+        --modes accurate"
+    stage gemm_cap33 30 python3 -m bench.gemm $cap --out "$W/gemm_cap33.json"
+    stage gemm_cap34 30 env OZAKI_GRAPH_MAX_WORK=17179869184 python3 -m bench.gemm $cap --out "$W/gemm_cap34.json"
+    stage gemm_eager 30 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.gemm $cap --out "$W/gemm_eager.json"
+    stage fft_small 60 python3 -m bench.fft --cubes 128 --batches 4096x1024 --sizes 65536 1048576 --fresh 3 \
+        --repeats 5 --out "$W/fft_small.json"
 elif [ "$profile" = s26b ]; then
     gpu_tests gpu_scan 150 tests/backends/test_cupy_backend.py tests/backends/test_graphs.py -k "scan_rows or row_bits \
         or stack or fixups" &

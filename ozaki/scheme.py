@@ -1117,10 +1117,14 @@ def operand_rows(backend, X, side, interleaved=False):
 # speculation, graphs.py; exact-mode stacks stay eager: on the H100 a stack of 4096 x 64^2
 # took 16.8 ms through graphs against 3.0 eager, run b73e858, cause not found, while
 # 1024^2 took 0.55 against 1.79):
-# 2048^2 (2**33) and a stack of 16 x 1024^2 (2**34) on the residue GEMM spend about as
-# much time in the host as in their kernels; a graph keeps its intermediates (about
-# 50 bytes an output and input entry at 16 moduli) while it is cached.
-GRAPH_MAX_WORK = 1 << 34               # batch m n k
+# 2048^2 (2**33) on the residue GEMM spends about as much time in the host as in its
+# kernels; a graph keeps its intermediates (about 50 bytes an output and input entry at 16
+# moduli) while it is cached, and a replay copies the operands in and the result out.  So a
+# stack of 16 x 1024^2 (2**34, 400 MB copied) ran 2.08 ms through a graph against 1.86
+# eager, while 2048^2 ran 0.84 against 1.72 and the stacks of 4096 x 64^2 and 256 x
+# 256^2 (2**30, 2**32) 1.67 and 1.77 against 1.90 and 1.92 (accurate, H100, run 559ff26).
+# OZAKI_GRAPH_MAX_WORK sets it (bench/device_run.sh compares).
+GRAPH_MAX_WORK = int(os.environ.get("OZAKI_GRAPH_MAX_WORK", 1 << 33))   # batch m n k
 # The paths whose steps a graph captures: the fused kernel and the residue GEMM
 # (CUTLASS, launched through ctypes on the capturing stream); a cuBLAS call CuPy
 # refuses inside a capture leaves that shape eager (graphs.replayed).

@@ -44,7 +44,7 @@ CAPTURE_AFTER = 2
 CACHE_ENTRIES = 16
 # ... and at most this many bytes held in the cached graphs' pools (the least recently used
 # dropped first, the newest kept): a graph keeps every intermediate of its product, about
-# 1.2 GB for a stack of 16 x 1024^2 at 16 moduli (scheme.GRAPH_MAX_WORK).
+# 0.6 GB for 2048^2 at 16 moduli, the most work scheme.GRAPH_MAX_WORK replays by default.
 CACHE_BYTES = 4 << 30
 
 _lock = threading.Lock()
