@@ -205,6 +205,7 @@
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
+#   s26d      issue 11's tables without fp8, alone (about 230 s; for the H200, the issue's card)
 #   s26c      the rounding's GPU tests s26b did not reach (float32, the fused kernel, the FFT's same
 #             bits, residuals and certified), the graphs' work cap (2**33 against 2**34 and graphs
 #             off) on 2048^2 and two stacks, issue 16's small transforms (about 260 s)
@@ -227,7 +228,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -621,6 +622,8 @@ elif [ "$profile" = s25c ]; then   # after run 7f56e13: an fftn's axes a graph e
     stage gemm_exact 25 python3 -m bench.gemm $exact_small --modes exact --out "$W/gemm_exact.json"
     stage gemm_exact_eager 25 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.gemm $exact_small --modes exact \
         --out "$W/gemm_exact_eager.json"
+elif [ "$profile" = s26d ]; then
+    issue11_tables nofp8
 elif [ "$profile" = s26c ]; then
     gpu_tests gpu_fused 150 tests/backends/test_fused.py tests/backends/test_cupy_float32.py -k "same_bits \
         or moduli_counts or complex_paths or stacks or subnormal or auto_path or int32_limits" &
