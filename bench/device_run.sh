@@ -205,6 +205,8 @@
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
+#   s26e      B^T into the graphs: the graph tests, then the small products and stacks replayed at the
+#             code before (carried as prev/: PYTHONPATH) and at this one, in turns (about 200 s)
 #   s26d      issue 11's tables without fp8, alone (about 230 s; for the H200, the issue's card)
 #   s26c      the rounding's GPU tests s26b did not reach (float32, the fused kernel, the FFT's same
 #             bits, residuals and certified), the graphs' work cap (2**33 against 2**34 and graphs
@@ -228,7 +230,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -622,6 +624,16 @@ elif [ "$profile" = s25c ]; then   # after run 7f56e13: an fftn's axes a graph e
     stage gemm_exact 25 python3 -m bench.gemm $exact_small --modes exact --out "$W/gemm_exact.json"
     stage gemm_exact_eager 25 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.gemm $exact_small --modes exact \
         --out "$W/gemm_exact_eager.json"
+elif [ "$profile" = s26e ]; then
+    gpu_tests gpu_graphs 110 tests/backends/test_graphs.py
+    small="--sizes 1024 2048 --shapes 4096x64x64x64 256x256x256x256 --families normal --no-emulated --samples 4 \
+        --modes accurate"
+    for turn in 1 2; do
+        # from prev/ (python -m puts the working folder first on the path: prev's ozaki, this bench)
+        [ -d prev/ozaki ] && stage "gemm_prev_$turn" 30 bash -c "cd prev && PYTHONPATH=$PWD:$PYTHONPATH python3 -m \
+            bench.gemm $small --out $W/gemm_prev_$turn.json"
+        stage "gemm_new_$turn" 30 python3 -m bench.gemm $small --out "$W/gemm_new_$turn.json"
+    done
 elif [ "$profile" = s26d ]; then
     issue11_tables nofp8
 elif [ "$profile" = s26c ]; then
