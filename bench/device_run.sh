@@ -205,8 +205,9 @@
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
-#   s26e      B^T into the graphs: the graph tests, then the small products and stacks replayed at the
-#             code before (carried as prev/: PYTHONPATH) and at this one, in turns (about 200 s)
+#   s26e      gpu-next (B^T into the graphs, the two-word rounding): their GPU tests, then small products
+#             and stacks at main's code (carry a copy of main's ozaki/ as prev/), at this one, and at
+#             this one without two_words, in turns (about 420 s)
 #   s26d      issue 11's tables without fp8, alone (about 230 s; for the H200, the issue's card)
 #   s26c      the rounding's GPU tests s26b did not reach (float32, the fused kernel, the FFT's same
 #             bits, residuals and certified), the graphs' work cap (2**33 against 2**34 and graphs
@@ -625,14 +626,21 @@ elif [ "$profile" = s25c ]; then   # after run 7f56e13: an fftn's axes a graph e
     stage gemm_exact_eager 25 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.gemm $exact_small --modes exact \
         --out "$W/gemm_exact_eager.json"
 elif [ "$profile" = s26e ]; then
-    gpu_tests gpu_graphs 110 tests/backends/test_graphs.py
-    small="--sizes 1024 2048 --shapes 4096x64x64x64 256x256x256x256 --families normal --no-emulated --samples 4 \
+    gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
+    gpu_tests gpu_two_words 150 tests/backends/test_fused.py tests/backends/test_cupy_backend.py -k "two_words \
+        or epilogue or same_bits_normal or stack_same_bits" &
+    wait
+    small="--sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 --families normal --no-emulated --samples 4 \
         --modes accurate"
+    without_two_words=$(python3 -c "from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; \
+print(','.join(n for n in on if n != 'two_words'))")
     for turn in 1 2; do
-        # from prev/ (python -m puts the working folder first on the path: prev's ozaki, this bench)
-        [ -d prev/ozaki ] && stage "gemm_prev_$turn" 30 bash -c "cd prev && PYTHONPATH=$PWD:$PYTHONPATH python3 -m \
+        # main's code, from prev/ (python -m puts the working folder first on the path: prev's ozaki, this bench)
+        [ -d prev/ozaki ] && stage "gemm_prev_$turn" 40 bash -c "cd prev && PYTHONPATH=$PWD:$PYTHONPATH python3 -m \
             bench.gemm $small --out $W/gemm_prev_$turn.json"
-        stage "gemm_new_$turn" 30 python3 -m bench.gemm $small --out "$W/gemm_new_$turn.json"
+        stage "gemm_new_$turn" 40 python3 -m bench.gemm $small --out "$W/gemm_new_$turn.json"
+        stage "gemm_new_limbs_$turn" 40 env OZAKI_NEW_KERNELS="$without_two_words" python3 -m bench.gemm $small \
+            --out "$W/gemm_new_limbs_$turn.json"
     done
 elif [ "$profile" = s26d ]; then
     issue11_tables nofp8
