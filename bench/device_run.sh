@@ -630,6 +630,8 @@ elif [ "$profile" = s26e ]; then
     gpu_tests gpu_two_words 150 tests/backends/test_fused.py tests/backends/test_cupy_backend.py -k "two_words \
         or epilogue or same_bits_normal or stack_same_bits" &
     wait
+    # why exact-mode stacks ran slower through graphs (run b73e858): their captures' failures, if any
+    stage exact_stacks 60 python3 -m bench.graph_probe --exact-stacks 4096x64 256x64
     small="--sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 --families normal --no-emulated --samples 4 \
         --modes accurate"
     without_two_words=$(python3 -c "from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; \
@@ -1053,7 +1055,8 @@ for f in linalg linalg_32k dask; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tai
 for f in certified certified_4k; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -48 "$W/$f.txt"; }; done
 [ -f "$W/steps.txt" ] && { echo "== time split =="; cat "$W/steps.txt"; }
 [ -f "$W/residue_pass.txt" ] && { echo "== residue pass =="; grep -E "moduli|Error" "$W/residue_pass.txt"; }
-echo "== GEMM =="; cat "$W"/gemm*.txt "$W"/zgemm.txt 2>/dev/null | grep -v "^$"
+echo "== GEMM =="; for f in "$W"/gemm*.txt "$W"/zgemm.txt; do [ -f "$f" ] && { echo "-- $(basename $f .txt)"; grep -v "^$" "$f"; }; done
+[ -f "$W/exact_stacks.txt" ] && { echo "== exact stacks through graphs =="; tail -4 "$W/exact_stacks.txt"; }
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
 for f in "$W"/ncu_stack_*.txt "$W"/ncu_batch_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; python3 -m bench.ncu_table "$f" --outputs $(case $f in *4096x64*) echo 16777216;; *4096x1024*) echo 4194304;; *) echo 1;; esac) 2>&1 | head -30; }; done
 for f in "$W"/ncu_residues_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; grep -E "Duration|Executed Ipc A|Issue Slots Busy|Achieved Occupancy|Registers Per|DRAM Throughput|Compute \(SM\) Throughput|Memory Throughput|Stall|L2 Hit|Warp Cycles Per Issued" "$f" | head -24; }; done
