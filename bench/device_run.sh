@@ -207,7 +207,8 @@
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
 #   s26e      gpu-next (B^T into the graphs, the two-word rounding): their GPU tests, then small products
 #             and stacks at main's code (carry a copy of main's ozaki/ as prev/), at this one, and at
-#             this one without two_words, in turns (about 420 s)
+#             this one without two_words, in turns; exact-mode stacks let through graphs once, with
+#             why their captures fail (about 480 s)
 #   s26d      issue 11's tables without fp8, alone (about 230 s; for the H200, the issue's card)
 #   s26c      the rounding's GPU tests s26b did not reach (float32, the fused kernel, the FFT's same
 #             bits, residuals and certified), the graphs' work cap (2**33 against 2**34 and graphs
