@@ -543,7 +543,7 @@ def _row_threads(k):
     return min(32, max(4, 1 << max(0, -(-k // 8) - 1).bit_length()))
 
 def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, halves=False):
-    """As numpy_backend.scan_rows, one block (or, for short rows, one warp) per row
+    """As numpy_backend.scan_rows, one block (or, for short rows, 4 to 32 threads) per row
     (kernels/scan_rows.cu); ``hat`` zero-padded to 16 columns."""
     if halves and (sum_squares or sum_ceilings):
         raise ValueError("scan_rows: halves=True does not combine with sum_squares or sum_ceilings")

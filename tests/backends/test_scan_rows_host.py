@@ -13,12 +13,15 @@ from ozaki.backends import numpy_backend
 from tests import inputs
 from tests.backends import host_build
 
-HOST = r"""
+# The device qualifiers and intrinsics scan_rows.cu uses, for the host builds below (a thread
+# a row: ROW_THREADS 1)
+SHIMS = r"""
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <vector>
-using std::isfinite; using std::fabs; using std::fmax; using std::min; using std::max;
+using std::isfinite; using std::fabs; using std::fmax; using std::min; using std::max; using std::ceil;
+using std::frexp;
 #define __device__
 #define __forceinline__ inline
 #define __global__
@@ -28,9 +31,13 @@ using std::isfinite; using std::fabs; using std::fmax; using std::min; using std
 struct Dim { long long x, y, z; };
 static Dim blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {256, 1, 1}, gridDim = {1, 1, 1};
 static inline long long __double_as_longlong(double v) { long long b; std::memcpy(&b, &v, 8); return b; }
+static inline double __longlong_as_double(long long b) { double v; std::memcpy(&v, &b, 8); return v; }
 static inline int __ffsll(long long v) { return __builtin_ffsll(v); }
 static inline int __clzll(long long v) { return v ? __builtin_clzll((unsigned long long)v) : 64; }
 #define ROW_THREADS 1
+"""
+
+HOST = SHIMS + r"""
 #define CEIL_BITS 0
 #define ROW_BITS 1
 #include "scan_rows.cu"
@@ -80,22 +87,7 @@ def test_row_bits_kernel_on_the_host(host, tmp_path, rng, shape):
         assert top[2 % shape[0]] == 1024 and lsb[2 % shape[0]] == -1074
 
 
-CEILINGS_HOST = r"""
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <vector>
-using std::isfinite; using std::fabs; using std::fmax; using std::ceil; using std::frexp;
-#define __device__
-#define __forceinline__ inline
-#define __global__
-#define __restrict__
-#define __shared__ static
-#define __syncthreads()
-struct Dim { long long x, y, z; };
-static Dim blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {256, 1, 1}, gridDim = {1, 1, 1};
-static inline double __longlong_as_double(long long b) { double v; std::memcpy(&v, &b, 8); return v; }
-#define ROW_THREADS 1
+CEILINGS_HOST = SHIMS + r"""
 #include "scan_rows.cu"
 // argv: input file (rows k, then the rows), output file (amax, flags, e, sumsq per row as
 // 8-byte words, then the int8 ceilings, rows x kpad)
