@@ -31,30 +31,9 @@ from ozaki.backends.kernel_tables import constant_tables
 from tests import inputs
 from tests.backends import host_build
 
-SHIMS = r"""
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
-using std::fma; using std::ldexp; using std::isinf;
-#define __device__
-#define __forceinline__ inline
-#define __global__
-#define __restrict__
-#define __constant__
-#define __launch_bounds__(...)
+# host_build.PRELUDE and the read-only cache loads (EPILOGUE_BLOCKS) as plain loads
+SHIMS = host_build.PRELUDE + r"""
 template <typename T> static inline T __ldg(const T* p) { return *p; }
-struct Dim { long long x, y, z; };
-static Dim blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
-static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
-static inline long long __double_as_longlong(double x) { long long v; std::memcpy(&v, &x, 8); return v; }
-static inline double __longlong_as_double(long long b) { double d; std::memcpy(&d, &b, 8); return d; }
-static inline double __hiloint2double(int hi, int lo) {
-    unsigned long long v = ((unsigned long long)(unsigned)hi << 32) | (unsigned)lo;
-    double x; std::memcpy(&x, &v, 8); return x;
-}
-static inline float __int_as_float(int b) { float f; std::memcpy(&f, &b, 4); return f; }
 """
 
 MAIN = r"""

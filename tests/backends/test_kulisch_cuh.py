@@ -2,7 +2,7 @@
 ozaki.crt.kulisch.round_to and reference.round_fraction32 / Python's float(Fraction);
 with its residual x - RN(x) (exact mode's test, Ziv's strategy) against Fractions.
 
-The device-only qualifiers and intrinsics the header uses are stubbed (see HOST);
+The device-only qualifiers and intrinsics the header uses are stubbed (host_build.PRELUDE);
 the rounding code is the header's own, so its float64 and float32 formats are checked
 bit for bit on machines without a GPU.  Skipped when no C++ compiler is found.
 """
@@ -19,21 +19,7 @@ from ozaki.reference import round_fraction, round_fraction32
 from tests.backends import host_build
 
 NL = 6
-HOST = r"""
-#include <cmath>
-#include <cstdio>
-#include <cstdint>
-#include <cstring>
-using std::fma; using std::ldexp; using std::isinf;
-#define __device__
-#define __forceinline__ inline
-#define __constant__
-static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
-static inline double __hiloint2double(int hi, int lo) {
-    uint64_t b = ((uint64_t)(uint32_t)hi << 32) | (uint32_t)lo; double d; memcpy(&d, &b, 8); return d; }
-static inline long long __double_as_longlong(double x) { long long b; memcpy(&b, &x, 8); return b; }
-static inline float __int_as_float(int b) { float f; memcpy(&f, &b, 4); return f; }
-static inline double __longlong_as_double(long long b) { double d; memcpy(&d, &b, 8); return d; }
+HOST = host_build.PRELUDE + r"""
 #define LP 1
 double MOD_INV[1] = {1.0}, MOD_P[1] = {1.0}, CRT_C[1][1] = {{1.0}}, CRT_P[1] = {1.0};
 #define CRT_INV_P 1.0
