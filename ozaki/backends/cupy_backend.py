@@ -477,10 +477,18 @@ def flags_found(flags_a, flags_b, host=True):
 #                     operations: SASS about 1,200 instructions a thread a 256 x 128 tile against
 #                     2,100 (ptxas 13.0).  fftn 1024^3 808.7 -> 745.7 ms, a batch of 65536 x 1024
 #                     17.08 -> 15.67, in one call (the same difference to cuFFT to every digit)
+# Not run yet (branch gpu-next, 2026-12-07; host tests: test_kulisch_cuh's two-word rounding
+# against Fractions, four mutations caught, and test_epilogue_host's TWO_WORDS builds):
+#   two_words         one slice pair's CRT value with P < 2**128 (16 moduli or fewer) rounded
+#                     from two 64-bit words (rounding.cuh round_two_words), not normalized limbs:
+#                     SASS, ptxas 13.0, 16 moduli: the fused kernel 1,360 -> 1,296 static
+#                     instructions (two outputs an iteration), the real epilogue (VEC 4) 1,624 ->
+#                     1,496, the complex one (VEC 2) 1,984 -> 1,864
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
-               "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced", "residue_int_mod")
+               "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced", "residue_int_mod",
+               "two_words")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "byte_convert", "pairs_in_place",
-                  "residue_quarters", "quarter_products", "byte_unreduced", "residue_int_mod")
+                  "residue_quarters", "quarter_products", "byte_unreduced", "residue_int_mod", "two_words")
 
 
 def _new_kernel(name):
@@ -1036,7 +1044,7 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
                ("NMOD", m), ("LP", k.L), ("LACC", k.L if npairs == 1 else k.L + max(shifts) + 1),
                ("OUT_T", _OUT_T[np.dtype(out_dtype)]))
     if npairs == 1:
-        defines += (("SINGLE_PAIR", 1),)
+        defines += (("SINGLE_PAIR", 1),) + ((("TWO_WORDS", 1),) if _new_kernel("two_words") else ())
     if complex_:
         defines += (("COMPLEX", 1),)
     if residual:
@@ -1321,7 +1329,8 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype
     LP = crt_constants(num_moduli).L
     defines = (("NMOD", num_moduli), ("NIN", parts), ("NPAIRS", npairs), ("LP", LP),
                ("LACC", LP if npairs == 1 else LP + max(shifts) + 1), ("EPILOGUE_CRT", 1),
-               ("OUT_T", _OUT_T[np.dtype(out_dtype)])) + ((("RESIDUAL", 1),) if residual else ())
+               ("OUT_T", _OUT_T[np.dtype(out_dtype)])) + ((("RESIDUAL", 1),) if residual else ()) \
+        + ((("TWO_WORDS", 1),) if npairs == 1 and _new_kernel("two_words") else ())
     shift_table = np.uint64(0) if npairs == 1 else device_table(shifts, np.int32)
     tail = (shift_table, cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
             cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(m * n), np.int64(n),

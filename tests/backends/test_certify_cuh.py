@@ -16,17 +16,8 @@ from ozaki import scheme
 from ozaki.backends import numpy_backend
 from tests.backends import host_build
 
-HOST = r"""
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-using std::ldexp; using std::fabs; using std::isfinite;
-#define __device__
-#define __forceinline__ inline
-static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
-static inline long long __double_as_longlong(double x) { long long b; memcpy(&b, &x, 8); return b; }
-static inline double __longlong_as_double(long long b) { double d; memcpy(&d, &b, 8); return d; }
-static inline float __int_as_float(int b) { float f; memcpy(&f, &b, 4); return f; }
+HOST = host_build.PRELUDE + r"""
+// volatile: each sum and product rounded once to float64, never contracted into an fma
 static inline double __dadd_rn(double a, double b) { volatile double r = a + b; return r; }
 static inline double __dmul_rn(double a, double b) { volatile double r = a * b; return r; }
 #include "certify.cuh"

@@ -31,30 +31,9 @@ from ozaki.backends.kernel_tables import constant_tables
 from tests import inputs
 from tests.backends import host_build
 
-SHIMS = r"""
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
-using std::fma; using std::ldexp; using std::isinf;
-#define __device__
-#define __forceinline__ inline
-#define __global__
-#define __restrict__
-#define __constant__
-#define __launch_bounds__(...)
+# host_build.PRELUDE and the read-only cache loads (EPILOGUE_BLOCKS) as plain loads
+SHIMS = host_build.PRELUDE + r"""
 template <typename T> static inline T __ldg(const T* p) { return *p; }
-struct Dim { long long x, y, z; };
-static Dim blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
-static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
-static inline long long __double_as_longlong(double x) { long long v; std::memcpy(&v, &x, 8); return v; }
-static inline double __longlong_as_double(long long b) { double d; std::memcpy(&d, &b, 8); return d; }
-static inline double __hiloint2double(int hi, int lo) {
-    unsigned long long v = ((unsigned long long)(unsigned)hi << 32) | (unsigned)lo;
-    double x; std::memcpy(&x, &v, 8); return x;
-}
-static inline float __int_as_float(int b) { float f; std::memcpy(&f, &b, 4); return f; }
 """
 
 MAIN = r"""
@@ -141,6 +120,17 @@ CONFIGS = [c + ((),) for c in CONFIGS] + [
     # two complex outputs a thread at the FFT's 25 moduli, differences unreduced (device_run s20a)
     (True, np.int8, 1, 25, np.float64, False, 2, 1, False, (("BYTE_REDUCE", 0),)),
     (True, np.int8, 1, 25, np.float64, True, 2, 4, False, (("BYTE_REDUCE", 0),))]
+# TWO_WORDS (NEW_KERNELS two_words): one pair's value rounded from two 64-bit words where P <
+# 2**128 (16 moduli or fewer); with residuals, 17 moduli or two pairs the limbs' rounding stays
+TWO_WORDS = (("TWO_WORDS", 1),)
+CONFIGS += [
+    (False, np.int8, 1, 16, np.float64, False, 4, 1, False, TWO_WORDS),
+    (True, np.int8, 1, 16, np.float32, False, 2, 1, False, TWO_WORDS),
+    (True, np.int8, 1, 16, np.float64, False, 1, 4, True, TWO_WORDS),
+    (False, np.int64, 1, 8, np.float64, False, 1, 1, False, TWO_WORDS),
+    (False, np.int32, 1, 14, np.float64, True, 4, 1, False, TWO_WORDS),
+    (False, np.int8, 1, 17, np.float64, False, 1, 1, False, TWO_WORDS),
+    (True, np.int8, 2, 16, np.float64, False, 1, 1, False, TWO_WORDS)]
 # The pairs' shifts in limbs: out of order and with a gap, so a pair read at another's
 # shift (or all at one) lands elsewhere.
 SHIFTS = {1: [0], 2: [2, 0], 3: [1, 3, 0]}
@@ -391,3 +381,17 @@ def test_epilogue_matches_numpy(host, tmp_path, rng):
     assert (C == 0).any() and np.isinf(C).any() and ((C > 0) & (C < tiny)).any()
     assert ((C >= tiny) & np.isfinite(C)).sum() > C.size // 8
     assert all((w[:2] == 0).all() for w in stacked[:2 if complex_ else 1])     # the zero rows
+
+
+@pytest.mark.parametrize("pairs,m,residual,taken", [(1, 16, False, True), (1, 8, False, True), (1, 17, False, False),
+                                                     (1, 16, True, False), (2, 16, False, False)])
+def test_two_words_where_p_fits(tmp_path_factory, pairs, m, residual, taken):
+    """TWO_WORDS takes round_two_words (ROUND_TWO_WORDS) exactly for one slice pair without
+    residuals and P < 2**128: the configurations above with TWO_WORDS run the path they name."""
+    assert (crt.crt_constants(m).P.bit_length() <= 128) == (m <= 16)
+    config = (False, np.int8, pairs, m, np.float64, residual, 1, 1, False, TWO_WORDS)
+    source = (SHIMS + defines(*config) + constant_tables(m, crt=True) + '#include "kulisch.cuh"\n'
+              + "int main() {\n#ifdef ROUND_TWO_WORDS\n puts(\"1\");\n#else\n puts(\"0\");\n#endif\n}\n")
+    exe = host_build.build(tmp_path_factory, source, f"two_words_{pairs}_{m}_{int(residual)}")
+    assert subprocess.run([exe], capture_output=True, text=True, check=True).stdout.strip() == str(int(taken))
+

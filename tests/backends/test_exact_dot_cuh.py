@@ -21,19 +21,8 @@ from ozaki.crt import kulisch
 from ozaki.reference import round_fraction
 from tests.backends import host_build
 
-HOST = r"""
-#include <cmath>
-#include <cstdio>
-#include <cstdint>
-#include <cstring>
-#include <vector>
-using std::fma; using std::ldexp;
-#define __device__
-#define __forceinline__ inline
-static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
-static inline long long __double_as_longlong(double x) { long long b; memcpy(&b, &x, 8); return b; }
-static inline double __longlong_as_double(long long b) { double d; memcpy(&d, &b, 8); return d; }
-static inline float __int_as_float(int b) { float f; memcpy(&f, &b, 4); return f; }
+HOST = host_build.PRELUDE + r"""
+// the top 64 bits of the 128-bit product, exact in __int128
 static inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
     return (unsigned long long)(((unsigned __int128)a * b) >> 64); }
 #include "rounding.cuh"

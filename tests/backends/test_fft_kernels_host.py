@@ -15,18 +15,7 @@ from ozaki.fft import specials
 from tests import inputs
 from tests.backends import host_build
 
-HOST = r"""
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <vector>
-using std::signbit; using std::isfinite; using std::fabs;
-#define __device__
-#define __forceinline__ inline
-#define __global__
-#define __restrict__
-struct Dim { long long x, y, z; };
-static Dim blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+HOST = host_build.PRELUDE + r"""
 static inline int __reduce_or_sync(unsigned, int v) { return v; }   // a warp of one thread
 static inline int atomicOr(int* p, int v) { int o = *p; *p |= v; return o; }
 #include "zero_terms.cu"

@@ -18,19 +18,6 @@ from ozaki.backends import numpy_backend
 from ozaki.gemm import fp8
 from tests.backends import host_build
 
-SHIMS = r"""
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-#define __device__
-#define __forceinline__ inline
-#define __global__
-#define __restrict__
-#define __constant__
-struct Dim { long long x, y, z; };
-static Dim blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
-"""
-
 MAIN = r"""
 #include "fp8_digits.cu"
 template <typename T> static std::vector<T> load(FILE* f, size_t n) {
@@ -72,7 +59,7 @@ def host(request, tmp_path_factory):
     codes = ", ".join(str(int(fp8.E4M3_CODES[v & 0xFF])) for v in range(-16, 17))
     defines = (f"#define E4M3_INIT {{{codes}}}\n#define OUT_T {'int' if out_t == np.int32 else 'long long'}\n"
                + ("#define ADD 1\n" if add else ""))
-    return request.param, host_build.build(tmp_path_factory, SHIMS + defines + MAIN,
+    return request.param, host_build.build(tmp_path_factory, host_build.PRELUDE + defines + MAIN,
                                            f"fp8_digits_{np.dtype(out_t).name}_{int(add)}")
 
 

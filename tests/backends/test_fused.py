@@ -58,6 +58,30 @@ def test_paths_same_bits(rng, monkeypatch, path, mode, shape):
         assert same_bits(cpu, reference.exact_matmul(A, B))
 
 
+@pytest.mark.parametrize("kernels", ["all", "none"])
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("nm,dtype", [(16, np.float64), (14, np.complex128), (8, np.float64), (17, np.float64),
+                                      (16, np.float32)])
+def test_two_words_rounding_same_bits(rng, monkeypatch, kernels, path, nm, dtype):
+    """One slice pair's CRT value rounded from two 64-bit words (NEW_KERNELS two_words, where
+    P < 2**128: 16 moduli or fewer; 17 keeps the limbs' rounding) and from normalized limbs
+    ("none"): the CPU's bits on every path, with results in the subnormal range and past the
+    overflow threshold, both signs."""
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", kernels)
+    big, tiny, spread = (506, -530, 6) if dtype != np.float32 else (61, -68, 3)
+    A, B = inputs.wide(rng, (40, 90), spread), inputs.wide(rng, (90, 34), spread)
+    if dtype == np.complex128:
+        A = A + 1j * inputs.wide(rng, A.shape, spread)
+        B = B - 1j * inputs.wide(rng, B.shape, spread)
+    A[:5] *= 2.0 ** tiny
+    B[:, :4] *= 2.0 ** tiny                    # rows 0-4 x columns 0-3: subnormal results
+    A[5:9] *= 2.0 ** big
+    B[:, 4:8] *= 2.0 ** big                    # rows 5-8 x columns 4-7: past the overflow
+    A, B = A.astype(dtype), B.astype(dtype)
+    cpu = ozaki.matmul(A, B, mode="accurate", num_moduli=nm)
+    assert same_bits(cpu, on_path(path, A, B, mode="accurate", num_moduli=nm))
+
+
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("mode,nm", [("fast", 8), ("accurate", 12), ("accurate", 20), ("accurate", 30),
                                      ("exact", None)])

@@ -2,7 +2,7 @@
 ozaki.crt.kulisch.round_to and reference.round_fraction32 / Python's float(Fraction);
 with its residual x - RN(x) (exact mode's test, Ziv's strategy) against Fractions.
 
-The device-only qualifiers and intrinsics the header uses are stubbed (see HOST);
+The device-only qualifiers and intrinsics the header uses are stubbed (host_build.PRELUDE);
 the rounding code is the header's own, so its float64 and float32 formats are checked
 bit for bit on machines without a GPU.  Skipped when no C++ compiler is found.
 """
@@ -19,21 +19,7 @@ from ozaki.reference import round_fraction, round_fraction32
 from tests.backends import host_build
 
 NL = 6
-HOST = r"""
-#include <cmath>
-#include <cstdio>
-#include <cstdint>
-#include <cstring>
-using std::fma; using std::ldexp; using std::isinf;
-#define __device__
-#define __forceinline__ inline
-#define __constant__
-static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
-static inline double __hiloint2double(int hi, int lo) {
-    uint64_t b = ((uint64_t)(uint32_t)hi << 32) | (uint32_t)lo; double d; memcpy(&d, &b, 8); return d; }
-static inline long long __double_as_longlong(double x) { long long b; memcpy(&b, &x, 8); return b; }
-static inline float __int_as_float(int b) { float f; memcpy(&f, &b, 4); return f; }
-static inline double __longlong_as_double(long long b) { double d; memcpy(&d, &b, 8); return d; }
+HOST = host_build.PRELUDE + r"""
 #define LP 1
 double MOD_INV[1] = {1.0}, MOD_P[1] = {1.0}, CRT_C[1][1] = {{1.0}}, CRT_P[1] = {1.0};
 #define CRT_INV_P 1.0
@@ -105,3 +91,67 @@ def test_device_rounding_matches_python_and_reference(host_round):
         else:
             assert float(rho) == round_fraction(f - Fraction(float(ref))), (fmt, e, x)
             assert rho.tobytes() == np.float64(py_rho).tobytes(), (fmt, e, x)          # zeros' signs too
+
+
+TWO_WORDS_HOST = HOST.split("#include \"kulisch.cuh\"")[0] + r"""#include "kulisch.cuh"
+int main() {      // stdin: "bits exponent limb0 .. limb4" per line (limbs not normalized); stdout: the bits
+    int fmt; long long e, a[5];
+    while (scanf("%d %lld", &fmt, &e) == 2) {
+        for (int l = 0; l < 5; ++l) if (scanf("%lld", &a[l]) != 1) return 1;
+        if (fmt == 64) { double r = round_two_words<5, double>(a, e); unsigned long long b; memcpy(&b, &r, 8);
+                         printf("%llu\n", b); }
+        else { float r = round_two_words<5, float>(a, e); unsigned int b; memcpy(&b, &r, 4); printf("%u\n", b); }
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def host_two_words(tmp_path_factory):
+    return host_build.build(tmp_path_factory, TWO_WORDS_HOST, "kulisch.cuh.two_words")
+
+
+def unnormalized(x, rnd):
+    """Five signed limbs of x (a[l] 2**(32 l) summed), carries moved between neighbours at
+    random so that limbs reach about 2**47 either sign, as a CRT lift leaves them (S_l - q P_l)."""
+    a = [int(v) for v in kulisch.from_int(x, 5)]
+    for l in range(4):
+        k = rnd.randint(-(1 << 15), 1 << 15) if rnd.random() < 0.8 else 0
+        a[l] += k << 32
+        a[l + 1] -= k
+    assert sum(v << (32 * l) for l, v in enumerate(a)) == x
+    return a
+
+
+def test_two_words_rounding_matches_the_reference(host_two_words):
+    """round_two_words (a single pair's CRT value with |x| < 2**127, limbs not normalized)
+    against Python's exact rounding of x 2**e: float64 and float32, ties and their
+    neighbours at any shift, the subnormal range, the overflow threshold, both signs, zero,
+    values of 1 to 127 bits and limbs carrying up to about 2**47 either way."""
+    rnd = random.Random(2612)
+    todo = []
+    for fmt, e, x in cases(2612, 6000):
+        if x.bit_length() <= 126:
+            todo.append((fmt, e, x))
+    for _ in range(1500):                               # near 2**127 and at the word boundary 2**64
+        bits = rnd.choice([63, 64, 65, 126, 127])
+        x = rnd.getrandbits(bits) | (1 << (bits - 1))
+        if rnd.random() < 0.3:
+            x |= (1 << (bits - 54)) - 1 if bits > 54 else 0     # a run of ones below a tie
+        todo.append((rnd.choice([32, 64]), rnd.randint(-1300, 1100), x * rnd.choice([1, -1])))
+    todo += [(64, 0, 0), (32, 5, 0), (64, -1074, 1), (64, -1075, 1), (64, -1076, 3), (64, 971, (1 << 53) - 1),
+             (64, 970, (1 << 54) - 1), (32, -149, 1), (32, -150, 1), (32, 104, (1 << 24) - 1), (64, 0, (1 << 127) - 1),
+             (64, 0, -(1 << 127) + 1), (64, -1100, (1 << 126) + 1), (32, 0, (1 << 64) + 1), (64, 0, 1 << 64)]
+    lines = [f"{fmt} {e} " + " ".join(str(v) for v in unnormalized(x, rnd)) for fmt, e, x in todo]
+    got = subprocess.run([host_two_words], input="\n".join(lines) + "\n", capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert len(got) == len(todo)
+    for (fmt, e, x), g in zip(todo, got):
+        dt, ut = (np.float32, np.uint32) if fmt == 32 else (np.float64, np.uint64)
+        f = Fraction(x) * Fraction(2) ** e
+        ref = round_fraction32(f) if fmt == 32 else round_fraction(f)
+        want = int(np.array(ref, dtype=dt).view(ut))
+        if x == 0:
+            want = 0                                    # +0: the zeros' signs are the IEEE fix-ups'
+        assert int(g) == want, (fmt, e, x)

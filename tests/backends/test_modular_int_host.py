@@ -13,10 +13,7 @@ from ozaki import crt
 from ozaki.backends.kernel_tables import residue_gemm_table
 from tests.backends import host_build
 
-SOURCE = r"""
-#include <cstdio>
-#define __device__
-#define __forceinline__ inline
+SOURCE = host_build.PRELUDE + r"""
 static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 #include "modular_int.cuh"
 int main() {

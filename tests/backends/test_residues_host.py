@@ -19,31 +19,11 @@ from ozaki.crt import moduli
 from tests import inputs
 from tests.backends import host_build
 
-SHIMS = r"""
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <cstdint>
-#include <cstdlib>
-#include <vector>
-using std::fma; using std::floor;
-#define __device__
-#define __forceinline__ inline
-#define __global__
-#define __restrict__
-#define __constant__
-#define __shared__ static
-#define __launch_bounds__(...)
+# host_build.PRELUDE and what only residues.cu takes from CUDA: its vector types, the low word
+# of a double's bits and max
+SHIMS = host_build.PRELUDE + r"""
 struct uint2 { unsigned int x, y; };
 struct int4 { int x, y, z, w; };
-struct Dim { long long x, y, z; };
-static Dim blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
-static inline void __syncthreads() {}
-static inline long long __double_as_longlong(double x) { long long v; std::memcpy(&v, &x, 8); return v; }
-static inline double __hiloint2double(int hi, int lo) {
-    unsigned long long v = ((unsigned long long)(unsigned)hi << 32) | (unsigned)lo;
-    double x; std::memcpy(&x, &v, 8); return x;
-}
 static inline int __double2loint(double x) { return (int)(unsigned)(__double_as_longlong(x) & 0xFFFFFFFFLL); }
 template <typename T> static inline T max(T a, T b) { return a > b ? a : b; }
 """
@@ -199,7 +179,7 @@ int main(int argc, char** argv) {
 @pytest.fixture(scope="module", params=[16, 25, 49])
 def butterfly_host(request, tmp_path_factory):
     m = request.param
-    source = SHIMS + "using std::rint;\n" + f"#define NMOD {m}\n" + constant_tables(m) + BUTTERFLY_MAIN
+    source = SHIMS + f"#define NMOD {m}\n" + constant_tables(m) + BUTTERFLY_MAIN
     return m, host_build.build(tmp_path_factory, source, f"butterfly4_m{m}")
 
 
@@ -246,7 +226,7 @@ QUARTER_CONFIGS = [(16, 0), (25, 0), (27, 1)]
 @pytest.fixture(scope="module", params=QUARTER_CONFIGS, ids=[f"m{m}-wide{w}" for m, w in QUARTER_CONFIGS])
 def quarters_host(request, tmp_path_factory):
     m, wide = request.param
-    source = (SHIMS + "using std::rint;\n" + f"#define NMOD {m}\n#define WIDE_DIGITS {wide}\n#define PARTS 2\n"
+    source = (SHIMS + f"#define NMOD {m}\n#define WIDE_DIGITS {wide}\n#define PARTS 2\n"
               "#define QUARTERS 1\n" + constant_tables(m) + MAIN)
     return m, host_build.build(tmp_path_factory, source, f"residues_quarters_m{m}_w{wide}"), 2
 

@@ -13,27 +13,12 @@ from ozaki.backends import numpy_backend
 from tests import inputs
 from tests.backends import host_build
 
-# The device qualifiers and intrinsics scan_rows.cu uses, for the host builds below (a thread
-# a row: ROW_THREADS 1)
-SHIMS = r"""
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <vector>
-using std::isfinite; using std::fabs; using std::fmax; using std::min; using std::max; using std::ceil;
-using std::frexp;
-#define __device__
-#define __forceinline__ inline
-#define __global__
-#define __restrict__
-#define __shared__ static
-#define __syncthreads()
-struct Dim { long long x, y, z; };
-static Dim blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {256, 1, 1}, gridDim = {1, 1, 1};
-static inline long long __double_as_longlong(double v) { long long b; std::memcpy(&b, &v, 8); return b; }
-static inline double __longlong_as_double(long long b) { double v; std::memcpy(&v, &b, 8); return v; }
+# host_build.PRELUDE and what only scan_rows.cu takes from CUDA (min, max, the lowest set bit),
+# for the host builds below: a thread a row (ROW_THREADS 1), the mains stepping blockIdx and
+# threadIdx over blocks of 256 threads
+SHIMS = host_build.PRELUDE + r"""
+using std::min; using std::max;
 static inline int __ffsll(long long v) { return __builtin_ffsll(v); }
-static inline int __clzll(long long v) { return v ? __builtin_clzll((unsigned long long)v) : 64; }
 #define ROW_THREADS 1
 """
 

@@ -232,18 +232,18 @@ extern "C" __global__ void EPILOGUE_BOUNDS epilogue(const PROD_T* p0, const PROD
 #else
             long long at = row * out_stride + (col + u) * out_step;
 #endif
-            normalize(acc[u][0], LACC);
 #ifdef RESIDUAL
+            normalize(acc[u][0], LACC);
             out0[at] = round_to<LACC, OUT_T, true>(acc[u][0], e, rho0 + at);
 #else
-            out0[at] = round_to<LACC, OUT_T>(acc[u][0], e);
+            out0[at] = rounded<LACC>(acc[u][0], e);
 #endif
 #ifdef COMPLEX
-            normalize(acc[u][1], LACC);
 #ifdef RESIDUAL
+            normalize(acc[u][1], LACC);
             out1[at] = round_to<LACC, OUT_T, true>(acc[u][1], e, rho1 + at);
 #else
-            out1[at] = round_to<LACC, OUT_T>(acc[u][1], e);
+            out1[at] = rounded<LACC>(acc[u][1], e);
 #endif
 #endif
         }

@@ -233,11 +233,11 @@ __device__ __forceinline__ void store_residues(const int (&x)[MT][NT][4], int i,
 // One output part: its Kulisch limbs normalized, rounded once to OUT_T at 2**e and
 // stored (with RESIDUAL, the rounding's residual beside it).
 __device__ __forceinline__ void store_rounded(long long* acc, long long e, OUT_T* out, double* rho) {
-    normalize(acc, LACC);
 #ifdef RESIDUAL
+    normalize(acc, LACC);
     *out = round_to<LACC, OUT_T, true>(acc, e, rho);
 #else
-    *out = round_to<LACC, OUT_T>(acc, e);
+    *out = rounded<LACC>(acc, e);
 #endif
 }
 

@@ -57,3 +57,26 @@ __device__ __forceinline__ void crt_lift(const double* S, long long* acc, int sh
 #pragma unroll
     for (int l = 0; l < LP; ++l) acc[sh + l] += to_int64(fma(-q, CRT_P[l], S[l]));
 }
+
+// One output part's L Kulisch limbs rounded once to OUT_T at 2**e (no residual: RESIDUAL's
+// builds round with round_to).  With TWO_WORDS (cupy_backend: NEW_KERNELS two_words), where
+// the limbs hold one slice pair's CRT value (SINGLE_PAIR, or NPAIRS 1) and P < 2**128
+// (CRT_P_BITS, kernel_tables: 16 moduli or fewer), round_two_words: two 64-bit words and two
+// clz instead of normalizing the limbs and walking up them (the fused kernel's lift and
+// rounding: about 210 of its 878 instructions an output at 16 moduli, run 559ff26).
+#if defined(TWO_WORDS) && (defined(SINGLE_PAIR) || (defined(NPAIRS) && NPAIRS == 1)) && defined(CRT_P_BITS) \
+    && !defined(RESIDUAL)
+#if CRT_P_BITS <= 128
+#define ROUND_TWO_WORDS
+#endif
+#endif
+template <int L>
+__device__ __forceinline__ OUT_T rounded(long long* acc, long long e) {
+#ifdef ROUND_TWO_WORDS
+    return round_two_words<L, OUT_T>(acc, e);
+#else
+    normalize(acc, L);
+    return round_to<L, OUT_T>(acc, e);
+#endif
+}
+

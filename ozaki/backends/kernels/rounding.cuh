@@ -58,10 +58,44 @@ __device__ __forceinline__ double residual_of(long long* a, long long exponent, 
     return negative ? -d : d;
 }
 
+// The rounding of a magnitude (T + s) 2**E, T < 2**64 with its top bit set and 0 <= s < 1,
+// s > 0 exactly when ``sticky``: the q with RN = q 2**lsb in the format F (lsb set here,
+// the least subnormal's exponent at the least), ties to even.  Shared by round_to and
+// round_two_words, which find the window (T, sticky, E) two ways.
+template <typename F>
+__device__ __forceinline__ unsigned long long round_window(unsigned long long T, bool sticky, long long E,
+                                                           long long& lsb) {
+    constexpr int PREC = Format<F>::PREC, LSB_MIN = Format<F>::LSB_MIN;
+    lsb = E + (64 - PREC) > LSB_MIN ? E + (64 - PREC) : LSB_MIN;
+    long long d = lsb - E;                          // >= 64 - PREC
+    unsigned long long q = 0;
+    if (d <= 64) {
+        q = (T >> 1) >> (d - 1);
+        unsigned long long rem = T - ((q << (d - 1)) << 1);
+        unsigned long long half = 1ULL << (d - 1);
+        if (rem > half || (rem == half && (sticky || (q & 1ULL)))) q += 1;
+    }
+    return q;
+}
+
+// q 2**lsb with its sign, in F: formed in a double, where it is exact (at most PREC + 1 <= 54
+// bits; beyond double's range only if it overflows F too), so its conversion to F is exact.
+template <typename F>
+__device__ __forceinline__ F signed_rounded(unsigned long long q, long long lsb, bool negative) {
+    if constexpr (sizeof(F) == 4) {
+        // float32 subnormals (lsb at its least) from their bits: q 2**-149 has the
+        // bits q, also where rounding carried into the least normal (q = 2**23, 2**24).
+        // A double -> float conversion would flush them to zero where the device
+        // compiles float arithmetic with flush-to-zero (seen on the H200, 896b51e).
+        if (lsb == Format<F>::LSB_MIN)
+            return __int_as_float((int)q | (negative ? (int)0x80000000 : 0));
+    }
+    double r = times_pow2((double)q, lsb);
+    return (F)(negative ? -r : r);                  // exact (round to nearest: inf past F's range)
+}
+
 // RN(int(a) * 2**exponent) in the format F, rounded once, for normalized
-// limbs a; a is overwritten.  The rounded value is formed in a double, where
-// it is exact (at most PREC + 1 <= 54 bits; beyond double's range only if it
-// overflows F too), so its conversion to F is exact: no double rounding.
+// limbs a; a is overwritten.
 // L is a compile-time constant at every call, so the loops unroll and the
 // limbs stay in registers (no run-time index into a[]).
 //
@@ -73,7 +107,6 @@ __device__ __forceinline__ double residual_of(long long* a, long long exponent, 
 // may lie below double's own.
 template <int L, typename F, bool WITH_RESIDUAL>
 __device__ __forceinline__ F round_to(long long* a, long long exponent, double* residual) {
-    constexpr int PREC = Format<F>::PREC, LSB_MIN = Format<F>::LSB_MIN;
     bool negative = a[L - 1] < 0;
     if (negative) {
 #pragma unroll
@@ -100,24 +133,51 @@ __device__ __forceinline__ F round_to(long long* a, long long exponent, double* 
     unsigned long long T = (l2 << (64 - bl)) | (l1 << (32 - bl)) | (l0 >> bl);
     sticky |= (l0 & ((1ULL << bl) - 1)) != 0;
     long long E = exponent + 32LL * (top - 2) + bl;   // value = T * 2**E (+ sticky)
-    long long lsb = E + (64 - PREC) > LSB_MIN ? E + (64 - PREC) : LSB_MIN;
-    long long d = lsb - E;                          // >= 64 - PREC
-    unsigned long long q = 0;
-    if (d <= 64) {
-        q = (T >> 1) >> (d - 1);
-        unsigned long long rem = T - ((q << (d - 1)) << 1);
-        unsigned long long half = 1ULL << (d - 1);
-        if (rem > half || (rem == half && (sticky || (q & 1ULL)))) q += 1;
-    }
+    long long lsb;
+    unsigned long long q = round_window<F>(T, sticky, E, lsb);
     if constexpr (WITH_RESIDUAL) *residual = residual_of<L, F>(a, exponent, q, lsb, negative);
-    if constexpr (sizeof(F) == 4) {
-        // float32 subnormals (lsb at its least) from their bits: q 2**-149 has the
-        // bits q, also where rounding carried into the least normal (q = 2**23, 2**24).
-        // A double -> float conversion would flush them to zero where the device
-        // compiles float arithmetic with flush-to-zero (seen on the H200, 896b51e).
-        if (lsb == LSB_MIN)
-            return __int_as_float((int)q | (negative ? (int)0x80000000 : 0));
+    return signed_rounded<F>(q, lsb, negative);
+}
+
+// RN(x * 2**exponent) in F for x = sum_l a[l] 2**(32 l) in signed limbs that need not be
+// normalized (|a[l]| < 2**62), when |x| < 2**127: a single slice pair's CRT value lifted
+// into (-P/2, P/2] with P < 2**128 (16 moduli or fewer; kernel_tables' CRT_P_BITS).  The
+// limbs are summed modulo 2**128 into two 64-bit words, which then hold x itself (a limb
+// past the fourth adds a multiple of 2**128), and the window is found by two clz instead of
+// normalize and round_to's walk up every limb: the same bits as normalize + round_to.
+template <int L, typename F = double>
+__device__ __forceinline__ F round_two_words(const long long* a, long long exponent) {
+    unsigned long long lo = 0, hi = 0;
+#pragma unroll
+    for (int l = 0; l < (L < 4 ? L : 4); ++l) {     // a[l] 2**(32 l) as 128-bit two's complement
+        const long long x = a[l];
+        unsigned long long tlo, thi;
+        if (l == 0) { tlo = (unsigned long long)x; thi = (unsigned long long)(x >> 63); }
+        else if (l == 1) { tlo = (unsigned long long)x << 32; thi = (unsigned long long)(x >> 32); }
+        else if (l == 2) { tlo = 0; thi = (unsigned long long)x; }
+        else { tlo = 0; thi = (unsigned long long)x << 32; }
+        lo += tlo;
+        hi += thi + (lo < tlo ? 1ULL : 0ULL);
     }
-    double r = times_pow2((double)q, lsb);
-    return (F)(negative ? -r : r);                  // exact (round to nearest: inf past F's range)
+    const bool negative = (long long)hi < 0;
+    if (negative) {                                 // the magnitude: -x = ~x + 1
+        lo = ~lo + 1;
+        hi = ~hi + (lo == 0 ? 1ULL : 0ULL);
+    }
+    if ((hi | lo) == 0) return F(0);
+    int lz;                                         // leading zeros of the 128-bit magnitude
+    unsigned long long T;
+    bool sticky;
+    if (hi != 0) {
+        lz = __clzll((long long)hi);
+        T = lz ? (hi << lz) | (lo >> (64 - lz)) : hi;
+        sticky = (lo << lz) != 0;
+    } else {
+        lz = 64 + __clzll((long long)lo);
+        T = lo << (lz - 64);
+        sticky = false;
+    }
+    long long lsb;
+    unsigned long long q = round_window<F>(T, sticky, exponent + 64 - lz, lsb);   // x = T 2**(64 - lz) (+ sticky)
+    return signed_rounded<F>(q, lsb, negative);
 }
