@@ -205,6 +205,9 @@
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
+#   s27a      exact-mode stacks through graphs (pieces of a power of two matrices): the graph, stack
+#             and FFT same-bits tests, the exact stacks through graphs and eager, issue 11's tables
+#             without fp8, FFT cubes 128 and 256 (about 450 s)
 #   s26e      gpu-next (B^T into the graphs, the two-word rounding): their GPU tests, then small products
 #             and stacks at main's code (carry a copy of main's ozaki/ as prev/), at this one, and at
 #             this one without two_words, in turns; exact-mode stacks let through graphs once, with
@@ -232,7 +235,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -626,6 +629,14 @@ elif [ "$profile" = s25c ]; then   # after run 7f56e13: an fftn's axes a graph e
     stage gemm_exact 25 python3 -m bench.gemm $exact_small --modes exact --out "$W/gemm_exact.json"
     stage gemm_exact_eager 25 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.gemm $exact_small --modes exact \
         --out "$W/gemm_exact_eager.json"
+elif [ "$profile" = s27a ]; then
+    gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
+    gpu_tests gpu_stacks 150 tests/backends/test_cupy_backend.py tests/backends/test_fused.py -k "stack" &
+    gpu_tests gpu_fft 170 tests/fft/test_fft_gpu.py -k "same_bits_as_cpu" &
+    wait
+    stage exact_stacks 90 python3 -m bench.graph_probe --exact-stacks 4096x64 256x64 64x128
+    issue11_tables nofp8
+    stage fft_cubes 60 python3 -m bench.fft --cubes 128 256 --sizes --repeats 3 --out "$W/fft_cubes.json"
 elif [ "$profile" = s26e ]; then
     gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
     gpu_tests gpu_two_words 150 tests/backends/test_fused.py tests/backends/test_cupy_backend.py -k "two_words \
@@ -1057,7 +1068,7 @@ for f in certified certified_4k; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tai
 [ -f "$W/steps.txt" ] && { echo "== time split =="; cat "$W/steps.txt"; }
 [ -f "$W/residue_pass.txt" ] && { echo "== residue pass =="; grep -E "moduli|Error" "$W/residue_pass.txt"; }
 echo "== GEMM =="; for f in "$W"/gemm*.txt "$W"/zgemm.txt; do [ -f "$f" ] && { echo "-- $(basename $f .txt)"; grep -v "^$" "$f"; }; done
-[ -f "$W/exact_stacks.txt" ] && { echo "== exact stacks through graphs =="; tail -4 "$W/exact_stacks.txt"; }
+[ -f "$W/exact_stacks.txt" ] && { echo "== exact stacks, graphs and eager =="; grep "^exact stack" "$W/exact_stacks.txt"; }
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
 for f in "$W"/ncu_stack_*.txt "$W"/ncu_batch_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; python3 -m bench.ncu_table "$f" --outputs $(case $f in *4096x64*) echo 16777216;; *4096x1024*) echo 4194304;; *) echo 1;; esac) 2>&1 | head -30; }; done
 for f in "$W"/ncu_residues_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; grep -E "Duration|Executed Ipc A|Issue Slots Busy|Achieved Occupancy|Registers Per|DRAM Throughput|Compute \(SM\) Throughput|Memory Throughput|Stall|L2 Hit|Warp Cycles Per Issued" "$f" | head -24; }; done

@@ -4,8 +4,8 @@ bits agree.
 
     python -m bench.graph_probe [--out FILE]
     python -m bench.graph_probe --exact-stacks 4096x64 256x64
-        # exact-mode stacks, which scheme._replayable keeps eager (they ran slower through
-        # graphs, run b73e858): each call's time, the graph counters and why a capture failed
+        # exact-mode stacks through graphs and eager: each call's time, the graph counters
+        # and why a capture failed
 """
 
 import argparse
@@ -20,8 +20,8 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--out", default=None)
     ap.add_argument("--exact-stacks", nargs="*", default=None, metavar="BxN",
-                    help="only exact-mode stacks of B products N^3, let through graphs for this run: seven "
-                         "calls each, their times, graphs.stats and graphs._refused")
+                    help="only exact-mode stacks of B products N^3, through graphs and eager: seven calls "
+                         "each way, their times, graphs.stats and graphs._refused")
     ap.add_argument("--profile", type=int, default=0, metavar="CALLS",
                     help="then CALLS replays of a 512^2 product under cProfile, the top functions by own time")
     a = ap.parse_args(argv)
@@ -71,37 +71,34 @@ def main(argv=None):
 
 
 def exact_stacks(specs, rng):
-    """Exact-mode stacks through graphs (scheme._replayable's exclusion lifted for this run):
-    the time of each of seven calls on fresh N(0,1) data, then the counters and refusals."""
+    """Exact-mode stacks through graphs, then eager (graphs off): the time of each of seven
+    calls on fresh N(0,1) data (the first eager, the second captures), the counters and
+    refusals, and the medians of the last four calls each way."""
     import cupy
 
     import ozaki
     from bench import common
-    from ozaki import scheme
     from ozaki.backends import graphs
-    replayable = scheme._replayable
-
-    def with_exact_stacks(backend, A, B, mode, num_moduli, substrate, path, complex_, part_dtype):
-        if mode == "exact" and A.shape[0] > 1 and substrate == "int8" and hasattr(backend, "replayed"):
-            # the exclusion's case, answered as for a single product
-            return scheme._replayable_shape(backend, A.shape, B.shape[2], mode, num_moduli, path, complex_,
-                                            part_dtype)
-        return replayable(backend, A, B, mode, num_moduli, substrate, path, complex_, part_dtype)
-
-    scheme._replayable = with_exact_stacks
-    try:
-        for spec in specs:
-            batch, n = (int(v) for v in spec.split("x"))
+    for spec in specs:
+        batch, n = (int(v) for v in spec.split("x"))
+        medians = {}
+        for label, enabled in (("graphs", True), ("eager", False)):
             graphs.clear()
+            graphs.ENABLED = enabled
             times = []
-            for _ in range(7):
-                A, B = (cupy.asarray(rng.standard_normal((batch, n, n))) for _ in range(2))
-                t, _ = common.time_gpu(lambda: ozaki.matmul(A, B, mode="exact"), repeats=1, warmup=0)
-                times.append(t)
-            print(f"exact stack {batch} x {n}^3: " + " ".join(f"{t:.2f}" for t in times)
+            try:
+                for _ in range(7):
+                    A, B = (cupy.asarray(rng.standard_normal((batch, n, n))) for _ in range(2))
+                    t, _ = common.time_gpu(lambda: ozaki.matmul(A, B, mode="exact"), repeats=1, warmup=0)
+                    times.append(t)
+            finally:
+                graphs.ENABLED = True
+            medians[label] = float(np.median(times[-4:]))
+            print(f"exact stack {batch} x {n}^3, {label}: " + " ".join(f"{t:.2f}" for t in times)
                   + f" ms; graphs {dict(graphs.stats)}; refused {list(graphs._refused.values())}", flush=True)
-    finally:
-        scheme._replayable = replayable
+        print(f"exact stack {batch} x {n}^3: graphs {medians['graphs']:.3f} ms, eager {medians['eager']:.3f} ms, "
+              f"{medians['eager'] / medians['graphs']:.2f}x", flush=True)
+        graphs.clear()
 
 
 if __name__ == "__main__":

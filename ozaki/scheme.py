@@ -1051,6 +1051,13 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int
     mods = 49 * 4 if mode == "exact" else 22
     per_matrix = ((m + n) * (k + 16) * (3 if complex_ else 1) + m * n * PRODUCT_BYTES[complex_]) * mods
     step = max(1, min(batch, workspace // max(per_matrix, 1)))
+    if step < batch:
+        # pieces of a power of two matrices: the workspace is half the free memory, which the
+        # cached graphs' pools move, and each new piece shape is a new graph (graphs.py keys by
+        # shape).  With the exact count, an exact-mode stack of 4096 x 64^2 (about 44 GiB
+        # counted, against 37 free) was cut at a different count on every call: six captures
+        # in seven calls, 14-309 ms a call against 2.9 replayed (H100, run 53d1c4c)
+        step = 1 << (step.bit_length() - 1)
     if step == batch:                  # one piece: its result is the output (no copy)
         return _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path, out_dtype, by_test)
     out = xp.empty((batch, m, n), dtype=out_dtype)
@@ -1114,9 +1121,10 @@ def operand_rows(backend, X, side, interleaved=False):
 # 0.71 ms call).  A backend with ``replayed`` (graphs.py: CUDA graphs) runs the finite
 # pipeline of a repeated shape as one captured graph when the product is this small and
 # no operand is prepared (exact mode's one host read, its plan's spans, replays by
-# speculation, graphs.py; exact-mode stacks stay eager: on the H100 a stack of 4096 x 64^2
-# took 16.8 ms through graphs against 3.0 eager, run b73e858, cause not found, while
-# 1024^2 took 0.55 against 1.79):
+# speculation, graphs.py; exact-mode stacks too, since matmul_stack cuts a stack that
+# exceeds the workspace into pieces of a power of two matrices: before, a stack of 4096 x
+# 64^2 was cut differently as the graphs took memory, and took 16.8 ms through graphs
+# against 3.0 eager, run b73e858; 1024^2 took 0.55 against 1.79):
 # 2048^2 (2**33) on the residue GEMM spends about as much time in the host as in its
 # kernels; a graph keeps its intermediates (about 50 bytes an output and input entry at 16
 # moduli) while it is cached, and a replay copies the operands in and the result out.  So a
@@ -1134,7 +1142,6 @@ GRAPH_PATHS = ("fused", "cutlass")
 def _replayable(backend, A, B, mode, num_moduli, substrate, path, complex_, part_dtype):
     """The product's path where its finite pipeline may replay as a CUDA graph, else None."""
     if (not hasattr(backend, "replayed") or mode not in ("fast", "accurate", "exact") or substrate != "int8"
-            or (mode == "exact" and A.shape[0] > 1)
             or isinstance(A, Prepared) or isinstance(B, Prepared)):
         return None
     return _replayable_shape(backend, A.shape, B.shape[2], mode, num_moduli, path, complex_, part_dtype)

@@ -245,6 +245,23 @@ def test_stack_in_pieces_same_bits(rng):
         assert same_bits(ozaki.matmul(A, B), whole)
 
 
+@pytest.mark.parametrize("fit", [1, 3, 5, 7])
+def test_stack_pieces_are_powers_of_two(rng, monkeypatch, fit):
+    """A stack past the workspace is cut into pieces of the largest power of two matrices that
+    fit (the last one the rest): the shapes, hence the GPU's cached graphs, stay the same
+    while the free memory moves the workspace a little; the bits are the whole stack's."""
+    A, B = inputs.wide(rng, (11, 8, 10), 10), inputs.wide(rng, (11, 10, 5), 10)
+    whole = ozaki.matmul(A, B)
+    per_matrix = ((8 + 5) * (10 + 16) + 8 * 5 * scheme.PRODUCT_BYTES[False]) * 22     # matmul_stack's count
+    pieces = []
+    piece = scheme._stack_piece
+    monkeypatch.setattr(scheme, "_stack_piece", lambda A, *rest, **kw: pieces.append(A.shape[0]) or piece(A, *rest, **kw))
+    with ozaki.config(workspace=fit * per_matrix + per_matrix // 2):
+        assert same_bits(ozaki.matmul(A, B), whole)
+    step = 1 << (fit.bit_length() - 1)
+    assert pieces == [step] * (11 // step) + ([11 % step] if 11 % step else [])
+
+
 @pytest.mark.parametrize("mode,nm", [("fast", 2), ("fast", 17), ("accurate", 2), ("accurate", 17)])
 def test_same_sign_products_at_the_crt_bound(mode, nm):
     """Every term of one sign and of maximal size: the sum meets the bound the scaling promises."""

@@ -50,7 +50,9 @@ def draws(rng, shape_a, shape_b, complex_, calls):
     ("accurate", (48, 64), (64, 32), True, None),           # complex
     ("accurate", (96, 80), (80, 64), False, np.float32),    # float32: rounded to float32
     ("exact", (96, 80), (80, 64), False, None),             # by speculation: its plan's spans checked
-    ("exact", (48, 64), (64, 32), True, None),             # (exact-mode stacks stay eager)
+    ("exact", (48, 64), (64, 32), True, None),
+    ("exact", (33, 17, 40), (33, 40, 9), False, None),      # exact-mode stacks
+    ("exact", (5, 24, 32), (5, 32, 16), True, None),
 ])
 def test_replays_give_the_cpu_bits(rng, graphs, case):
     import cupy
