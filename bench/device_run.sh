@@ -206,8 +206,8 @@
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
 #   s27a      exact-mode stacks through graphs (pieces of a power of two matrices): the graph, stack
-#             and FFT same-bits tests, the exact stacks through graphs and eager, issue 11's tables
-#             without fp8, FFT cubes 128 and 256 (about 450 s)
+#             and FFT same-bits tests, the exact stacks through graphs and eager, FFT cubes 128 and
+#             256, issue 11's tables without fp8 (about 450 s)
 #   s26e      gpu-next (B^T into the graphs, the two-word rounding): their GPU tests, then small products
 #             and stacks at main's code (carry a copy of main's ozaki/ as prev/), at this one, and at
 #             this one without two_words, in turns; exact-mode stacks let through graphs once, with
@@ -635,8 +635,8 @@ elif [ "$profile" = s27a ]; then
     gpu_tests gpu_fft 170 tests/fft/test_fft_gpu.py -k "same_bits_as_cpu" &
     wait
     stage exact_stacks 90 python3 -m bench.graph_probe --exact-stacks 4096x64 256x64 64x128
-    issue11_tables nofp8
     stage fft_cubes 60 python3 -m bench.fft --cubes 128 256 --sizes --repeats 3 --out "$W/fft_cubes.json"
+    issue11_tables nofp8            # last: what a short device budget cuts
 elif [ "$profile" = s26e ]; then
     gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
     gpu_tests gpu_two_words 150 tests/backends/test_fused.py tests/backends/test_cupy_backend.py -k "two_words \
