@@ -206,8 +206,9 @@
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
 #   s27a      exact-mode stacks through graphs (pieces of a power of two matrices): the graph, stack
-#             and FFT same-bits tests, the exact stacks through graphs and eager, FFT cubes 128 and
-#             256, issue 11's tables without fp8 (about 450 s)
+#             and FFT same-bits tests, the exact stacks through graphs and eager; fused_int_mod's
+#             tests and its timings against the defaults in turns; FFT cubes 128 and 256, issue
+#             11's tables without fp8 (about 500 s)
 #   s26e      gpu-next (B^T into the graphs, the two-word rounding): their GPU tests, then small products
 #             and stacks at main's code (carry a copy of main's ozaki/ as prev/), at this one, and at
 #             this one without two_words, in turns; exact-mode stacks let through graphs once, with
@@ -633,8 +634,19 @@ elif [ "$profile" = s27a ]; then
     gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
     gpu_tests gpu_stacks 150 tests/backends/test_cupy_backend.py tests/backends/test_fused.py -k "stack" &
     gpu_tests gpu_fft 170 tests/fft/test_fft_gpu.py -k "same_bits_as_cpu" &
+    gpu_tests gpu_int_mod 150 tests/backends/test_fused.py -k "int32_limits or two_words" &
     wait
     stage exact_stacks 90 python3 -m bench.graph_probe --exact-stacks 4096x64 256x64 64x128
+    # the fused kernel's reduction on the integer pipes (fused_int_mod) against the defaults, in turns
+    fused="--sizes 1024 --shapes 4096x64x64x64 1024x128x128x128 --families normal --no-emulated --samples 4 \
+        --modes accurate"
+    with_int_mod=$(python3 -c "from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; \
+print(','.join(on + ('fused_int_mod',)))")
+    for turn in 1 2; do
+        stage "gemm_fused_$turn" 40 python3 -m bench.gemm $fused --out "$W/gemm_fused_$turn.json"
+        stage "gemm_int_mod_$turn" 40 env OZAKI_NEW_KERNELS="$with_int_mod" python3 -m bench.gemm $fused \
+            --out "$W/gemm_int_mod_$turn.json"
+    done
     stage fft_cubes 60 python3 -m bench.fft --cubes 128 256 --sizes --repeats 3 --out "$W/fft_cubes.json"
     issue11_tables nofp8            # last: what a short device budget cuts
 elif [ "$profile" = s26e ]; then

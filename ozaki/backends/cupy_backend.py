@@ -484,9 +484,13 @@ def flags_found(flags_a, flags_b, host=True):
 #                     SASS, ptxas 13.0, 16 moduli: the fused kernel 1,360 -> 1,296 static
 #                     instructions (two outputs an iteration), the real epilogue (VEC 4) 1,624 ->
 #                     1,496, the complex one (VEC 2) 1,984 -> 1,864
+# Not run yet (2026-12-07, session 27):
+#   fused_int_mod     the fused kernel's int32 accumulators reduced mod p on the integer pipes
+#                     (fused.cu FUSED_INT_MOD, modular_int.cuh's mod_symmetric_int, as
+#                     residue_int_mod) instead of a conversion and four FP64 operations each
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
                "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced", "residue_int_mod",
-               "two_words")
+               "two_words", "fused_int_mod")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "byte_convert", "pairs_in_place",
                   "residue_quarters", "quarter_products", "byte_unreduced", "residue_int_mod", "two_words")
 
@@ -1330,7 +1334,8 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype
     defines = (("NMOD", num_moduli), ("NIN", parts), ("NPAIRS", npairs), ("LP", LP),
                ("LACC", LP if npairs == 1 else LP + max(shifts) + 1), ("EPILOGUE_CRT", 1),
                ("OUT_T", _OUT_T[np.dtype(out_dtype)])) + ((("RESIDUAL", 1),) if residual else ()) \
-        + ((("TWO_WORDS", 1),) if npairs == 1 and _new_kernel("two_words") else ())
+        + ((("TWO_WORDS", 1),) if npairs == 1 and _new_kernel("two_words") else ()) \
+        + ((("FUSED_INT_MOD", 1),) if _new_kernel("fused_int_mod") else ())
     shift_table = np.uint64(0) if npairs == 1 else device_table(shifts, np.int32)
     tail = (shift_table, cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
             cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(m * n), np.int64(n),

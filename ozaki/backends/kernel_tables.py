@@ -26,7 +26,9 @@ def constant_tables(m, crt=False):
     """The moduli's constants as compile-time tables, so the kernels' fully
     unrolled loops read them as constant-bank operands instead of loads:
     MOD_P, MOD_INV (1/p rounded), MOD_ROW[i] (p_i, 1/p_i, 2**(26 j) mod p_i for j = 1..4), and
-    with ``crt`` the CRT limbs CRT_C[i][l], CRT_P[l], CRT_INV_P and P's bits (CRT_P_BITS)."""
+    with ``crt`` the CRT limbs CRT_C[i][l], CRT_P[l], CRT_INV_P and P's bits (CRT_P_BITS), and
+    MOD_INT[i], residue_gemm_table's row of p_i as unsigned ints (the fused kernel's reduction
+    on the integer pipes, FUSED_INT_MOD)."""
     ps = _moduli(m)
     src = (array("MOD_P[]", ps) + array("MOD_INV[]", [1.0 / p for p in ps])
            + f"__constant__ double MOD_ROW[{m}][8] = "
@@ -37,7 +39,10 @@ def constant_tables(m, crt=False):
         src += (f"__constant__ double CRT_C[{m}][{k.L}] = {{{', '.join(doubles(row) for row in k.c_limbs)}}};\n"
                 + array("CRT_P[]", k.P_limbs)
                 + f"#define CRT_INV_P {(1.0 / k.P_float).hex()}\n"
-                + f"#define CRT_P_BITS {k.P.bit_length()}\n")
+                + f"#define CRT_P_BITS {k.P.bit_length()}\n"
+                + f"__constant__ unsigned MOD_INT[{m}][3] = "
+                + "{" + ", ".join("{" + ", ".join(f"{v}u" for v in row) + "}"
+                                  for row in residue_gemm_table(ps).view(np.uint32).tolist()) + "};\n")
     return src
 
 

@@ -157,10 +157,15 @@ def test_residue_gemm_takes_a_stack_in_one_launch(rng, monkeypatch, complex_):
         assert len(epilogues) == 1, mode
 
 
-def test_fused_product_at_the_int32_limits(rng):
+@pytest.mark.parametrize("kernels", ["default", "all", "none"])
+def test_fused_product_at_the_int32_limits(rng, monkeypatch, kernels):
     """Every residue at its extreme sign and size, k at the kernel's int32 limit:
-    the accumulators reach k 2**14 (real) and 3 k 2**14 (complex) in magnitude."""
+    the accumulators reach k 2**14 (real) and 3 k 2**14 (complex) in magnitude (with
+    NEW_KERNELS "all", fused_int_mod reduces them on the integer pipes, whose range ends at
+    2**31 - 2**14)."""
     import cupy
+    if kernels != "default":
+        monkeypatch.setenv("OZAKI_NEW_KERNELS", kernels)
     from ozaki.backends import cupy_backend, numpy_backend
     m_mod = 16
     ps = np.array(crt.moduli(m_mod))

@@ -68,3 +68,21 @@ def test_mod_symmetric_int_is_exact(tmp_path_factory, rng):
     assert len(got) == len(want)
     bad = [(line, g, w) for line, g, w in zip(lines, got, want) if g != w]
     assert not bad, bad[:5]
+
+
+@pytest.mark.parametrize("m", [8, 16, 49])
+def test_fused_kernels_table_is_the_residue_gemms(tmp_path_factory, m):
+    """kernel_tables.constant_tables' MOD_INT (the fused kernel's FUSED_INT_MOD reduction), as
+    the C compiler reads it, row for row residue_gemm_table's constants of the same moduli."""
+    from ozaki.backends.kernel_tables import constant_tables
+    source = host_build.PRELUDE + constant_tables(m, crt=True) + r"""
+int main() {
+    for (const auto& row : MOD_INT) std::printf("%d %u %u\n", (int)row[0], row[1], row[2]);
+    return 0;
+}
+"""
+    exe = host_build.build(tmp_path_factory, source, f"mod_int_table_{m}")
+    got = [[int(v) for v in line.split()] for line in subprocess.run([exe], capture_output=True, text=True,
+                                                                      check=True).stdout.splitlines()]
+    table = residue_gemm_table(crt.moduli(m))
+    assert got == [[negp, mm, c] for negp, (mm, c) in zip(table[:, 0].tolist(), table[:, 1:].view(np.uint32).tolist())]

@@ -34,7 +34,8 @@
 // of one CRT value and of the accumulator), BM, BN, WARPS_M, WARPS_N, BK
 // (inner-dimension bytes per pipeline stage), STAGES, one of EPILOGUE_CRT /
 // EPILOGUE_BOUND (with EPILOGUE_CRT, RESIDUAL: also the outputs' rounding residuals,
-// as epilogue.cu), and the constant tables of kulisch.cuh.
+// as epilogue.cu; FUSED_INT_MOD: the accumulators reduced on the integer pipes), and the
+// constant tables of kulisch.cuh.
 
 #include "kulisch.cuh"
 
@@ -206,12 +207,24 @@ __device__ __forceinline__ void compute_stage(const signed char* sa, const signe
 // output and modulus, stay well under the conversion pipe's quarter rate).
 __device__ __forceinline__ double exact_double(int v) { return __int2double_rn(v); }
 
+#ifdef FUSED_INT_MOD
+// The residues mod p_i of int32 values, as int8, on the integer pipes (cupy_backend: NEW_KERNELS
+// fused_int_mod): modular_int.cuh's IMAD.HI and a few simple operations where the FP64 way below
+// takes a conversion (16 a clock an SM on Hopper) and four FP64 operations an accumulator, 16
+// an output at 16 moduli.  Its range, |x| <= 2**31 - 2**14, holds every accumulator here: k
+// 2**14 (real), 3 k 2**14 (complex Im) within FUSED_K_MAX.
+#include "modular_int.cuh"
+__device__ __forceinline__ signed char residue_small(int x, int i) {
+    return (signed char)mod_symmetric_int(x, (int)MOD_INT[i][0], MOD_INT[i][1], MOD_INT[i][2]);
+}
+#else
 // The residues mod p_i of int32 values, as int8.  |x| < 2**31, so the quotient
 // is exact and |r| <= p / 2; p = 256 may give +128, which is -128 in int8 (the
 // same residue).
 __device__ __forceinline__ signed char residue_small(int x, int i) {
     return (signed char)__double2loint(reduce_mod(exact_double(x), i) + MAGIC);
 }
+#endif
 
 // The residues of a warp's accumulators into a residue tile.
 __device__ __forceinline__ void store_residues(const int (&x)[MT][NT][4], int i, signed char* tile,
