@@ -631,12 +631,12 @@ elif [ "$profile" = s25c ]; then   # after run 7f56e13: an fftn's axes a graph e
     stage gemm_exact_eager 25 env OZAKI_CUDA_GRAPHS=0 python3 -m bench.gemm $exact_small --modes exact \
         --out "$W/gemm_exact_eager.json"
 elif [ "$profile" = s27a ]; then
-    gpu_tests gpu_graphs 120 tests/backends/test_graphs.py &
-    gpu_tests gpu_stacks 120 tests/backends/test_cupy_backend.py tests/backends/test_fused.py -k "stack" &
-    gpu_tests gpu_fft 120 tests/fft/test_fft_gpu.py -k "same_bits_as_cpu" &
-    gpu_tests gpu_int_mod 120 tests/backends/test_fused.py -k "int32_limits or two_words" &
+    gpu_tests gpu_graphs 100 tests/backends/test_graphs.py &
+    gpu_tests gpu_stacks 100 tests/backends/test_cupy_backend.py tests/backends/test_fused.py -k "stack" &
+    gpu_tests gpu_fft 100 tests/fft/test_fft_gpu.py -k "same_bits_as_cpu" &
+    gpu_tests gpu_int_mod 100 tests/backends/test_fused.py -k "int32_limits or two_words" &
     wait
-    stage exact_stacks 70 python3 -m bench.graph_probe --exact-stacks 4096x64 256x64 64x128
+    stage exact_stacks 60 python3 -m bench.graph_probe --exact-stacks 4096x64 256x64 64x128
     # the fused kernel's reduction on the integer pipes (fused_int_mod) against the defaults, in turns
     fused="--sizes 1024 --shapes 4096x64x64x64 1024x128x128x128 --families normal --no-emulated --samples 4 \
         --modes accurate"
