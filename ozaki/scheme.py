@@ -1027,13 +1027,18 @@ def matmul2d(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", 
     return matmul_stack(A[None], B[None], mode, num_moduli, backend, workspace, substrate, path, out_dtype)[0]
 
 
+# matmul_stack's piece sizes under the default workspace, by shapes and options
+_stack_steps = {}
+
+
 def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", path="auto", out_dtype=None,
                  by_test=True):
     """C[g] = A[g] @ B[g] for stacks (batch, m, k), (batch, k, n), as matmul2d each.
 
     The stack goes through the pipeline at once (one plan over all rows, batched
     GEMMs, one epilogue per matrix) when its residues and products fit the
-    workspace, else in pieces; the results are the same bits either way.
+    workspace, else in pieces of a power of two matrices (the last one the rest); the
+    results are the same bits either way.
     ``by_test=False``: exact mode by its slices alone (not EXACT_BY_TEST's route).
     """
     xp = backend.xp
@@ -1041,7 +1046,8 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int
     n = B.shape[2]
     if mode in ("certified", "exact") and by_test:
         certify_counts.update(dict.fromkeys(certify_counts, 0))
-    workspace = workspace or backend.default_workspace()
+    default_workspace = not workspace
+    workspace = int(workspace or backend.default_workspace())
     complex_ = A.dtype.kind == "c"                 # A may be a Prepared operand
     out_dtype = np.dtype(A.dtype if out_dtype is None else out_dtype)
     if m == 0 or n == 0 or k == 0 or batch == 0:
@@ -1058,6 +1064,17 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int
         # counted, against 37 free) was cut at a different count on every call: six captures
         # in seven calls, 14-309 ms a call against 2.9 replayed (H100, run 53d1c4c)
         step = 1 << (step.bit_length() - 1)
+        if default_workspace:
+            # ... and under the default workspace, the piece size a stack of these shapes took
+            # before while it still fits: a graph's pool taking the free memory below a power
+            # of two's worth must not have the next call cut it finer, evict a graph and then
+            # cut it coarser again
+            key = (A.shape, B.shape, A.dtype.str, B.dtype.str, mode, num_moduli, substrate, path, out_dtype.str,
+                   getattr(backend, "__name__", type(backend).__name__))
+            step = min(step, _stack_steps.get(key, step))
+            if len(_stack_steps) >= 1024:
+                _stack_steps.clear()
+            _stack_steps[key] = step
     if step == batch:                  # one piece: its result is the output (no copy)
         return _stack_piece(A, B, mode, num_moduli, backend, workspace, complex_, substrate, path, out_dtype, by_test)
     out = xp.empty((batch, m, n), dtype=out_dtype)

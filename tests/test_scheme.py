@@ -262,6 +262,24 @@ def test_stack_pieces_are_powers_of_two(rng, monkeypatch, fit):
     assert pieces == [step] * (11 // step) + ([11 % step] if 11 % step else [])
 
 
+def test_stack_pieces_keep_their_size_under_the_default_workspace(rng, monkeypatch):
+    """Under the default workspace (the GPU's: half the free memory, which cached graphs take),
+    a stack of the same shapes keeps the piece size it took while that still fits: a call with
+    more room does not cut it coarser, one with less cuts it finer from then on."""
+    A, B = inputs.wide(rng, (11, 8, 10), 10), inputs.wide(rng, (11, 10, 5), 10)
+    whole = ozaki.matmul(A, B)
+    per_matrix = ((8 + 5) * (10 + 16) + 8 * 5 * scheme.PRODUCT_BYTES[False]) * 22
+    monkeypatch.setattr(scheme, "_stack_steps", {})
+    pieces = []
+    piece = scheme._stack_piece
+    monkeypatch.setattr(scheme, "_stack_piece", lambda A, *rest, **kw: pieces.append(A.shape[0]) or piece(A, *rest, **kw))
+    for fit, step in ((5, 4), (7, 4), (3, 2), (6, 2)):
+        monkeypatch.setattr(numpy_backend, "default_workspace", lambda: fit * per_matrix + per_matrix // 2)
+        pieces.clear()
+        assert same_bits(ozaki.matmul(A, B), whole)
+        assert pieces == [step] * (11 // step) + [11 % step], fit
+
+
 @pytest.mark.parametrize("mode,nm", [("fast", 2), ("fast", 17), ("accurate", 2), ("accurate", 17)])
 def test_same_sign_products_at_the_crt_bound(mode, nm):
     """Every term of one sign and of maximal size: the sum meets the bound the scaling promises."""

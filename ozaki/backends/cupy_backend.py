@@ -477,17 +477,24 @@ def flags_found(flags_a, flags_b, host=True):
 #                     operations: SASS about 1,200 instructions a thread a 256 x 128 tile against
 #                     2,100 (ptxas 13.0).  fftn 1024^3 808.7 -> 745.7 ms, a batch of 65536 x 1024
 #                     17.08 -> 15.67, in one call (the same difference to cuFFT to every digit)
-# Not run yet (branch gpu-next, 2026-12-07; host tests: test_kulisch_cuh's two-word rounding
-# against Fractions, four mutations caught, and test_epilogue_host's TWO_WORDS builds):
+# Run 2026-12-07 (H100, bench/results/2026-12-07-53d1c4c-h100, profile s26e; host tests:
+# test_kulisch_cuh's two-word rounding against Fractions, four mutations caught, and
+# test_epilogue_host's TWO_WORDS builds; GPU: every path's same bits with it on and off, 129
+# passed):
 #   two_words         one slice pair's CRT value with P < 2**128 (16 moduli or fewer) rounded
 #                     from two 64-bit words (rounding.cuh round_two_words), not normalized limbs:
 #                     SASS, ptxas 13.0, 16 moduli: the fused kernel 1,360 -> 1,296 static
 #                     instructions (two outputs an iteration), the real epilogue (VEC 4) 1,624 ->
-#                     1,496, the complex one (VEC 2) 1,984 -> 1,864
-# Not run yet (2026-12-07, session 27):
+#                     1,496, the complex one (VEC 2) 1,984 -> 1,864.  The stack of 4096 x 64^2
+#                     1.57 -> 1.50 ms, 256 x 256^2 1.66 -> 1.63, 1024^2 0.37 -> 0.35 (two turns)
+# Run 2026-12-07 (H100, bench/results/2026-12-07-e3e7e1c-h100, profile s27a; GPU: the fused
+# kernel at the int32 limits and every path's same bits with it, 33 passed), off:
 #   fused_int_mod     the fused kernel's int32 accumulators reduced mod p on the integer pipes
 #                     (fused.cu FUSED_INT_MOD, modular_int.cuh's mod_symmetric_int, as
 #                     residue_int_mod) instead of a conversion and four FP64 operations each
+#                     (SASS: 8 I2F, 16 DFMA and 16 DADD fewer a group, 16 more instructions in
+#                     all).  No gain measured: the stack of 4096 x 64^2 1.76 / 1.76 ms against
+#                     1.61 / 1.80 at the defaults, 1024 x 128^2 1.92 / 1.95 against 1.81 / 2.03
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
                "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced", "residue_int_mod",
                "two_words", "fused_int_mod")
