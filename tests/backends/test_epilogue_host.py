@@ -394,4 +394,3 @@ def test_two_words_where_p_fits(tmp_path_factory, pairs, m, residual, taken):
               + "int main() {\n#ifdef ROUND_TWO_WORDS\n puts(\"1\");\n#else\n puts(\"0\");\n#endif\n}\n")
     exe = host_build.build(tmp_path_factory, source, f"two_words_{pairs}_{m}_{int(residual)}")
     assert subprocess.run([exe], capture_output=True, text=True, check=True).stdout.strip() == str(int(taken))
-

@@ -79,4 +79,3 @@ __device__ __forceinline__ OUT_T rounded(long long* acc, long long e) {
     return round_to<L, OUT_T>(acc, e);
 #endif
 }
-
