@@ -1031,6 +1031,14 @@ def matmul2d(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", 
 _stack_steps = {}
 
 
+def stack_matrix_bytes(m, n, k, mode, complex_):
+    """The workspace one m x k by k x n matrix of a stack takes (matmul_stack's pieces):
+    its residues and products counted generously, at 22 moduli (fast, accurate) or 49 moduli
+    and 4 slice pairs (exact), 3 GEMMs for complex."""
+    mods = 49 * 4 if mode == "exact" else 22
+    return ((m + n) * (k + 16) * (3 if complex_ else 1) + m * n * PRODUCT_BYTES[complex_]) * mods
+
+
 def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int8", path="auto", out_dtype=None,
                  by_test=True):
     """C[g] = A[g] @ B[g] for stacks (batch, m, k), (batch, k, n), as matmul2d each.
@@ -1052,11 +1060,7 @@ def matmul_stack(A, B, mode, num_moduli, backend, workspace=None, substrate="int
     out_dtype = np.dtype(A.dtype if out_dtype is None else out_dtype)
     if m == 0 or n == 0 or k == 0 or batch == 0:
         return xp.zeros((batch, m, n), dtype=out_dtype)
-    # residues and products of one matrix, counted generously: 22 moduli (fast,
-    # accurate) or 49 moduli and 4 slice pairs (exact), 3 GEMMs for complex
-    mods = 49 * 4 if mode == "exact" else 22
-    per_matrix = ((m + n) * (k + 16) * (3 if complex_ else 1) + m * n * PRODUCT_BYTES[complex_]) * mods
-    step = max(1, min(batch, workspace // max(per_matrix, 1)))
+    step = max(1, min(batch, workspace // max(stack_matrix_bytes(m, n, k, mode, complex_), 1)))
     if step < batch:
         # pieces of a power of two matrices: the workspace is half the free memory, which the
         # cached graphs' pools move, and each new piece shape is a new graph (graphs.py keys by

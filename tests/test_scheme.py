@@ -245,17 +245,23 @@ def test_stack_in_pieces_same_bits(rng):
         assert same_bits(ozaki.matmul(A, B), whole)
 
 
+def stack_in_pieces(rng, monkeypatch):
+    """A stack of 11 small products, its product in one piece, the workspace one matrix takes,
+    and the list the sizes of matmul_stack's pieces go into, call by call."""
+    A, B = inputs.wide(rng, (11, 8, 10), 10), inputs.wide(rng, (11, 10, 5), 10)
+    whole = ozaki.matmul(A, B)
+    pieces = []
+    piece = scheme._stack_piece
+    monkeypatch.setattr(scheme, "_stack_piece", lambda A, *rest, **kw: pieces.append(A.shape[0]) or piece(A, *rest, **kw))
+    return A, B, whole, scheme.stack_matrix_bytes(8, 5, 10, "accurate", False), pieces
+
+
 @pytest.mark.parametrize("fit", [1, 3, 5, 7])
 def test_stack_pieces_are_powers_of_two(rng, monkeypatch, fit):
     """A stack past the workspace is cut into pieces of the largest power of two matrices that
     fit (the last one the rest): the shapes, hence the GPU's cached graphs, stay the same
     while the free memory moves the workspace a little; the bits are the whole stack's."""
-    A, B = inputs.wide(rng, (11, 8, 10), 10), inputs.wide(rng, (11, 10, 5), 10)
-    whole = ozaki.matmul(A, B)
-    per_matrix = ((8 + 5) * (10 + 16) + 8 * 5 * scheme.PRODUCT_BYTES[False]) * 22     # matmul_stack's count
-    pieces = []
-    piece = scheme._stack_piece
-    monkeypatch.setattr(scheme, "_stack_piece", lambda A, *rest, **kw: pieces.append(A.shape[0]) or piece(A, *rest, **kw))
+    A, B, whole, per_matrix, pieces = stack_in_pieces(rng, monkeypatch)
     with ozaki.config(workspace=fit * per_matrix + per_matrix // 2):
         assert same_bits(ozaki.matmul(A, B), whole)
     step = 1 << (fit.bit_length() - 1)
@@ -266,13 +272,8 @@ def test_stack_pieces_keep_their_size_under_the_default_workspace(rng, monkeypat
     """Under the default workspace (the GPU's: half the free memory, which cached graphs take),
     a stack of the same shapes keeps the piece size it took while that still fits: a call with
     more room does not cut it coarser, one with less cuts it finer from then on."""
-    A, B = inputs.wide(rng, (11, 8, 10), 10), inputs.wide(rng, (11, 10, 5), 10)
-    whole = ozaki.matmul(A, B)
-    per_matrix = ((8 + 5) * (10 + 16) + 8 * 5 * scheme.PRODUCT_BYTES[False]) * 22
+    A, B, whole, per_matrix, pieces = stack_in_pieces(rng, monkeypatch)
     monkeypatch.setattr(scheme, "_stack_steps", {})
-    pieces = []
-    piece = scheme._stack_piece
-    monkeypatch.setattr(scheme, "_stack_piece", lambda A, *rest, **kw: pieces.append(A.shape[0]) or piece(A, *rest, **kw))
     for fit, step in ((5, 4), (7, 4), (3, 2), (6, 2)):
         monkeypatch.setattr(numpy_backend, "default_workspace", lambda: fit * per_matrix + per_matrix // 2)
         pieces.clear()

@@ -553,6 +553,7 @@ def _row_threads(k):
         return 256
     return min(32, max(4, 1 << max(0, -(-k // 8) - 1).bit_length()))
 
+
 def scan_rows(x, ceil_bits=0, hat=False, sum_squares=False, sum_ceilings=False, halves=False):
     """As numpy_backend.scan_rows, one block (or, for short rows, 4 to 32 threads) per row
     (kernels/scan_rows.cu); ``hat`` zero-padded to 16 columns."""
