@@ -19,11 +19,14 @@ from ozaki.reference import round_fraction, round_fraction32
 from tests.backends import host_build
 
 NL = 6
-HOST = host_build.PRELUDE + r"""
+# the header with stub constant tables (the rounding reads none of them)
+KULISCH = host_build.PRELUDE + r"""
 #define LP 1
 double MOD_INV[1] = {1.0}, MOD_P[1] = {1.0}, CRT_C[1][1] = {{1.0}}, CRT_P[1] = {1.0};
 #define CRT_INV_P 1.0
 #include "kulisch.cuh"
+"""
+HOST = KULISCH + r"""
 int main() {      // stdin: "bits exponent limb0 .. limb5" per line; stdout: the result's bits
     int fmt; long long e, a[NL];
     while (scanf("%d %lld", &fmt, &e) == 2) {
@@ -93,7 +96,7 @@ def test_device_rounding_matches_python_and_reference(host_round):
             assert rho.tobytes() == np.float64(py_rho).tobytes(), (fmt, e, x)          # zeros' signs too
 
 
-TWO_WORDS_HOST = HOST.split("#include \"kulisch.cuh\"")[0] + r"""#include "kulisch.cuh"
+TWO_WORDS_HOST = KULISCH + r"""
 int main() {      // stdin: "bits exponent limb0 .. limb4" per line (limbs not normalized); stdout: the bits
     int fmt; long long e, a[5];
     while (scanf("%d %lld", &fmt, &e) == 2) {
