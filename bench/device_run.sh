@@ -295,8 +295,9 @@ ncu_calls() {   # each small call's kernels under Nsight Compute, one CSV each (
             --csv --metrics "$metrics" python3 -m bench.kernel_times $call --ncu
     done
 }
-without_int_mod() {   # OZAKI_NEW_KERNELS: the defaults but the residue GEMM's integer reduction
-    python3 -c "from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; print(','.join(n for n in on if n != 'residue_int_mod'))"
+new_kernels() {   # new_kernels -NAME | +NAME: OZAKI_NEW_KERNELS's value for the defaults without (with) NAME
+    python3 -c "import sys; from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; \
+sign, name = sys.argv[1][0], sys.argv[1][1:]; print(','.join([n for n in on if n != name] + [name] * (sign == '+')))" "$1"
 }
 if [ "$profile" = fused ]; then      # one call: tiles swept and chosen, then everything under them
     stage crossover 160 python3 -m bench.crossover --sweep --profile --tiles-out "$W/tiles.txt" --out "$W/crossover.json"
@@ -640,8 +641,7 @@ elif [ "$profile" = s27a ]; then
     # the fused kernel's reduction on the integer pipes (fused_int_mod) against the defaults, in turns
     fused="--sizes 1024 --shapes 4096x64x64x64 1024x128x128x128 --families normal --no-emulated --samples 4 \
         --modes accurate"
-    with_int_mod=$(python3 -c "from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; \
-print(','.join(on + ('fused_int_mod',)))")
+    with_int_mod=$(new_kernels +fused_int_mod)
     for turn in 1 2; do
         stage "gemm_fused_$turn" 40 python3 -m bench.gemm $fused --out "$W/gemm_fused_$turn.json"
         stage "gemm_int_mod_$turn" 40 env OZAKI_NEW_KERNELS="$with_int_mod" python3 -m bench.gemm $fused \
@@ -658,8 +658,7 @@ elif [ "$profile" = s26e ]; then
     stage exact_stacks 60 python3 -m bench.graph_probe --exact-stacks 4096x64 256x64
     small="--sizes 1024 2048 4096 --shapes 4096x64x64x64 256x256x256x256 --families normal --no-emulated --samples 4 \
         --modes accurate"
-    without_two_words=$(python3 -c "from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; \
-print(','.join(n for n in on if n != 'two_words'))")
+    without_two_words=$(new_kernels -two_words)
     for turn in 1 2; do
         # main's code, from prev/ (python -m puts the working folder first on the path: prev's ozaki, this bench)
         [ -d prev/ozaki ] && stage "gemm_prev_$turn" 40 bash -c "cd prev && PYTHONPATH=$PWD:$PYTHONPATH python3 -m \
@@ -765,7 +764,7 @@ elif [ "$profile" = s20c ]; then
     gpu_tests gpu_residue 130 tests/backends/test_residue_gemm.py tests/backends/test_fused.py -k "residue" &
     wait
     stage fft_1024 35 python3 -m bench.fft --cubes 1024 --batches 65536x1024 --sizes --repeats 2 --out "$W/fft_1024.json"
-    stage fft_fp64mod 35 env OZAKI_NEW_KERNELS=$(without_int_mod) python3 -m bench.fft --cubes 1024 --batches 65536x1024 --sizes \
+    stage fft_fp64mod 35 env OZAKI_NEW_KERNELS=$(new_kernels -residue_int_mod) python3 -m bench.fft --cubes 1024 --batches 65536x1024 --sizes \
         --repeats 2 --out "$W/fft_fp64mod.json"
     stage fft_table 30 python3 -m bench.fft --cubes 256 512 --batches 4096x1024 --sizes 65536 1048576 --repeats 2 \
         --out "$W/fft_table.json"
