@@ -52,6 +52,16 @@ def _inputs(rng, batch, m, k, n, complex_):
     return A, B
 
 
+def work(case):
+    """batch m n k of a case (label, batch, m, k, n, complex)."""
+    return case[1] * case[2] * case[3] * case[4]
+
+
+def select(cases, labels=None, max_work=None):
+    """The cases labelled one of ``labels`` (None: any) of at most ``max_work`` batch*m*n*k (None: any)."""
+    return [c for c in cases if (labels is None or c[0] in labels) and (max_work is None or work(c) <= max_work)]
+
+
 def kernel_alone(dA, dB, repeats):
     """The fused kernel on the product's residues: (ms, TOPS, bytes per output)."""
     import cupy
@@ -78,17 +88,19 @@ def kernel_alone(dA, dB, repeats):
     return t, ops / t / 1e9, (reads + 8 * outputs) / outputs
 
 
-# Candidate tiles for the sweep: (BM, BN, WARPS_M, WARPS_N, BK, STAGES).
+# Candidate tiles for the sweep: (BM, BN, WARPS_M, WARPS_N, BK, STAGES).  The last two: blocks
+# of 32 x 32 and 64 x 32 outputs on warp tiles of 32 x 32 (one warp, two).
 SWEEP_TILES = [(64, 64, 2, 2, 64, 3), (64, 64, 2, 2, 128, 2), (64, 64, 2, 2, 128, 3), (64, 64, 2, 2, 32, 4),
                (128, 64, 4, 2, 64, 3), (128, 64, 4, 2, 128, 2), (64, 64, 1, 2, 64, 3), (64, 128, 2, 4, 64, 3),
                (32, 64, 1, 2, 64, 4), (64, 64, 2, 1, 128, 2), (32, 32, 2, 2, 64, 4), (64, 64, 2, 2, 64, 5),
-               (32, 32, 2, 2, 64, 8)]
-SWEEP_CASES = [("stack", 4096, 64, 64, 64, False), ("stack", 256, 256, 256, 256, False),
+               (32, 32, 2, 2, 64, 8), (32, 32, 1, 1, 64, 4), (64, 32, 2, 1, 64, 4)]
+SWEEP_CASES = [("stack", 4096, 64, 64, 64, False), ("stack", 1024, 128, 128, 128, False),
+               ("stack", 256, 256, 256, 256, False),
                ("square", 1, 2048, 2048, 2048, False), ("square", 1, 8192, 8192, 8192, False)]
 
 
-def sweep(repeats):
-    """The fused kernel alone under each candidate tile, on a few shapes: the rows
+def sweep(repeats, cases=SWEEP_CASES):
+    """The fused kernel alone under each candidate tile, on ``cases``: the rows
     (tile, case, ms, TOPS) and the best tile for short and for long inner dimensions
     (the least geometric mean of time over each class's cases, relative to the fastest)."""
     import cupy
@@ -97,7 +109,7 @@ def sweep(repeats):
     rows = []
     rng = np.random.default_rng(7)
     try:
-        for label, batch, m, k, n, complex_ in SWEEP_CASES:
+        for label, batch, m, k, n, complex_ in cases:
             A, B = _inputs(rng, batch, m, k, n, complex_)
             dA, dB = cupy.asarray(A), cupy.asarray(B)
             for tile in SWEEP_TILES:
@@ -197,19 +209,24 @@ def print_row(r):
           f"{r['winner']:7s} bits {'==' if r['same_bits'] else '!='}{kern}", flush=True)
 
 
-def main(argv=None):
+def parser():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--cases", nargs="*", default=None, help="labels of CASES to run (default: all)")
     ap.add_argument("--sweep", action="store_true", help="time the kernel alone under SWEEP_TILES first")
     ap.add_argument("--profile", action="store_true", help="profile small products' host time last")
     ap.add_argument("--tiles-out", help="with --sweep: write the best tiles as OZAKI_FUSED_TILES's value here")
-    ap.add_argument("--max-work", type=int, default=None, help="skip cases with more than this batch*m*n*k")
+    ap.add_argument("--max-work", type=float, default=None,
+                    help="skip cases (the sweep's too) of more than this batch*m*n*k; 2.2e9 keeps the "
+                         "stacks of 64^3 and 128^3 products and n <= 1024")
     ap.add_argument("--out", default="bench/results/crossover.json")
-    a = ap.parse_args(argv)
-    cases = [c for c in CASES if (a.cases is None or c[0] in a.cases)
-             and (a.max_work is None or c[1] * c[2] * c[3] * c[4] <= a.max_work)]
-    tiles, best = sweep(a.repeats) if a.sweep else ([], {})
+    return ap
+
+
+def main(argv=None):
+    a = parser().parse_args(argv)
+    cases = select(CASES, a.cases, a.max_work)
+    tiles, best = sweep(a.repeats, select(SWEEP_CASES, max_work=a.max_work)) if a.sweep else ([], {})
     if best.get("short") and best.get("long"):          # the cases under the tiles the sweep chose
         from ozaki.backends import cupy_backend as be
         be.FUSED_TILES = {key: (best[key],) + be.FUSED_TILES[key] for key in be.FUSED_TILES}
