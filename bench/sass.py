@@ -114,6 +114,22 @@ def source(kernel, moduli, crt, defines):
         return header + (constant_tables(moduli, crt) if moduli else "") + f.read()
 
 
+def compile_cubin(text, arch="sm_90a"):
+    """(ptxas's -v report, the cubin's bytes) of the source ``text`` (source()'s, defines and
+    tables in it), built by nvcc for ``arch`` as bench.sass counts it; needs nvcc only."""
+    nvcc = tool("nvcc")
+    if nvcc is None:
+        raise RuntimeError("bench.sass needs nvcc (CUDA 13)")
+    with tempfile.TemporaryDirectory() as tmp:
+        cu, cubin = os.path.join(tmp, "k.cu"), os.path.join(tmp, "k.cubin")
+        with open(cu, "w") as f:
+            f.write(text)
+        report = subprocess.run([nvcc, f"-arch={arch}", "-std=c++17", f"-I{os.path.abspath(KERNELS)}", "-cubin",
+                                 "-Xptxas", "-v", "-o", cubin, cu], capture_output=True, text=True, check=True).stderr
+        with open(cubin, "rb") as f:
+            return report, f.read()
+
+
 def build(text, arch="sm_90a"):
     """(ptxas's report, cuobjdump -sass text) of the source ``text``."""
     nvcc, dump, disasm = tool("nvcc"), tool("cuobjdump"), tool("nvdisasm")
@@ -121,12 +137,11 @@ def build(text, arch="sm_90a"):
         raise RuntimeError("bench.sass needs nvcc, cuobjdump and nvdisasm "
                            "(pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
     env = dict(os.environ, PATH=os.path.dirname(disasm) + os.pathsep + os.environ.get("PATH", ""))
+    report, binary = compile_cubin(text, arch)
     with tempfile.TemporaryDirectory() as tmp:
-        cu, cubin = os.path.join(tmp, "k.cu"), os.path.join(tmp, "k.cubin")
-        with open(cu, "w") as f:
-            f.write(text)
-        report = subprocess.run([nvcc, f"-arch={arch}", "-std=c++17", f"-I{os.path.abspath(KERNELS)}", "-cubin",
-                                 "-Xptxas", "-v", "-o", cubin, cu], capture_output=True, text=True, check=True).stderr
+        cubin = os.path.join(tmp, "k.cubin")
+        with open(cubin, "wb") as f:
+            f.write(binary)
         sass = subprocess.run([dump, "-sass", cubin], capture_output=True, text=True, check=True, env=env).stdout
     return report, sass
 

@@ -77,3 +77,16 @@ def test_one_pair_builds_fit_four_blocks(m, defines):
                                                                           ("EPILOGUE_BLOCKS", 4)]))
     registers, spills = sass.resources(report)
     assert registers <= 128 and spills == (0, 0)
+
+
+@pytest.mark.skipif(sass.tool("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("tile", [(32, 32, 1, 1, 64, 4), (64, 32, 2, 1, 64, 4)], ids=str)
+def test_fused_builds_on_warp_tiles_of_32(tile):
+    """The fused kernel of the sweep's 32 x 32 warp tiles (bench.crossover.SWEEP_TILES) builds
+    for sm_90a with nvcc alone, 16 moduli on the CRT epilogue, without spills."""
+    defines = [("NIN", 1), ("NPAIRS", 1), ("EPILOGUE_CRT", 1), ("OUT_T", "double")]
+    defines += list(zip(("BM", "BN", "WARPS_M", "WARPS_N", "BK", "STAGES"), tile))
+    report, cubin = sass.compile_cubin(sass.source("fused.cu", 16, True, defines))
+    assert cubin[:4] == b"\x7fELF"
+    registers, spills = sass.resources(report)
+    assert registers <= 255 and spills == (0, 0)
