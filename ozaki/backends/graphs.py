@@ -23,7 +23,11 @@ rows: the host reads of host.py) replays by speculation: the graph's capture
 takes the values an eager run of the same call read (Speculation), and checks on
 the device that each new value is one those decisions serve (host.read's
 bounds); where one is not, the call runs again eagerly.  Exact mode's bits do
-not depend on the slicing, so any slicing that carries the data gives them.
+not depend on the slicing, so any slicing that carries the data gives them.  A
+key whose replays miss often (MISS_FRACTION of its recent replays: an exact-mode
+stack whose pieces differ in their IEEE flags, one with a NaN and the others
+finite) leaves the cache and runs eagerly from then on, as one whose captures
+fail does: a missed replay costs the replay and the eager run after it.
 """
 
 import collections
@@ -50,12 +54,27 @@ CACHE_BYTES = 4 << 30
 _lock = threading.Lock()
 _graphs = collections.OrderedDict()      # key -> _Graph
 _calls = collections.Counter()           # key -> eager calls so far
-_refused = {}                            # keys whose last capture failed: why
+_refused = {}                            # keys whose last capture failed, or left eager by misses: why
 _failures = collections.Counter()        # keys' failed captures; CAPTURE_TRIES of them: eager from then on
+_replays = {}                            # key -> (replays, misses) over its recent replays (MISS_WINDOW)
 # A capture can fail on the data of its call (NaN rows take host steps), so a shape is tried again
 # on later calls, this many times in all.
 CAPTURE_TRIES = 3
-stats = collections.Counter()            # captured, replayed, missed (a check failed: eager again)
+# A replay whose check fails (missed) costs the replay and then the eager run: a key whose
+# replays miss at least MISS_FRACTION of the time, judged once it has MISS_AFTER replays (a verdict
+# on two or three would drop a key for one odd call), is dropped and runs eagerly from
+# then on (its entry in _replays, kept, says so).  Its counts are over about its last
+# MISS_WINDOW replays (both halved when the replays reach it), so a key whose replays turn to
+# missing is dropped after at most 21 misses in a row, however long it hit before.  0.25 is a choice,
+# not a measurement, below the break-even: a call costs a replay plus the fraction of an eager
+# call, so where a replay takes half an eager call's time (2048^2: 0.84 against 1.72 ms,
+# scheme.GRAPH_MAX_WORK's comment) a key missing half its replays gains nothing, and a
+# host-bound product (512^2) breaks even later still.
+MISS_AFTER = 8
+MISS_WINDOW = 64
+MISS_FRACTION = 0.25
+stats = collections.Counter()            # captured, replayed, missed (a check failed: eager again),
+                                         # eager_misses (keys dropped for their misses)
 
 
 _OUTSIDE = cupy.ElementwiseKernel("T x, T lo, T hi", "raw int32 missed",
@@ -188,7 +207,8 @@ def _graph(key, fn, inputs):
             return graph
         # the first call runs eagerly (compiles); the capture's recorded run makes any
         # device table the kernels read (cupy_backend._pow2, ...) in CuPy's own pool
-        if not (_calls[key] > 0 and _calls[key] + 1 >= CAPTURE_AFTER and _failures[key] < CAPTURE_TRIES):
+        if not (_calls[key] > 0 and _calls[key] + 1 >= CAPTURE_AFTER and _failures[key] < CAPTURE_TRIES
+                and not _misses_often(key)):
             return None
     try:
         graph = _Graph(fn, inputs)
@@ -203,15 +223,40 @@ def _graph(key, fn, inputs):
         _calls.pop(key, None)
         while len(_graphs) > CACHE_ENTRIES or (
                 len(_graphs) > 1 and sum(g.nbytes for g in _graphs.values()) > CACHE_BYTES):
-            _graphs.popitem(last=False)
+            dropped, _ = _graphs.popitem(last=False)
+            _replays.pop(dropped, None)     # captured again, it starts afresh
     return graph
+
+
+def _misses_often(key):
+    """Whether ``key``'s replays missed too often to replay it (MISS_FRACTION); called under _lock."""
+    replays, misses = _replays.get(key, (0, 0))
+    return replays >= MISS_AFTER and misses >= MISS_FRACTION * replays
+
+
+def _count_replay(key, graph, missed):
+    """Count a replay of ``key``'s graph; drop the graph if its replays miss too often, as
+    eviction does (its pool goes with the last replay holding it): eager from then on."""
+    with _lock:
+        stats["missed" if missed else "replayed"] += 1
+        if _graphs.get(key) is not graph:   # evicted (or dropped) while this replay ran: its counts went
+            return
+        replays, misses = _replays.get(key, (0, 0))
+        replays, misses = replays + 1, misses + bool(missed)
+        if replays >= MISS_WINDOW:          # the older half of the history fades
+            replays, misses = replays // 2, misses // 2
+        _replays[key] = (replays, misses)
+        if _misses_often(key):
+            del _graphs[key]
+            _refused[key] = f"replays missed: {misses} of the last {replays}"
+            stats["eager_misses"] += 1
 
 
 def speculated(key, fn, *inputs):
     """``fn(*inputs)`` -> a tuple of device arrays: eager on the first calls of ``key``
     (and whenever graphs are off, or inside a capture or speculation), then by the graph
     captured for it, whose host reads are the recorded run's, checked (Speculation);
-    eager again where a check fails.  ``key`` holds everything the launches depend on
+    eager again where a check fails, and from then on where they fail often (MISS_FRACTION).  ``key`` holds everything the launches depend on
     besides the data: shapes, dtypes, options, settings."""
     if not ENABLED or capturing() or host.active() is not None:
         return tuple(fn(*inputs))
@@ -224,8 +269,7 @@ def speculated(key, fn, *inputs):
                 _calls[key] += 1
         return outputs
     outputs = graph.replay(inputs)
-    with _lock:
-        stats["replayed" if outputs is not None else "missed"] += 1
+    _count_replay(key, graph, outputs is None)
     return tuple(outputs) if outputs is not None else tuple(fn(*inputs))
 
 
@@ -247,4 +291,5 @@ def clear():
         _calls.clear()
         _refused.clear()
         _failures.clear()
+        _replays.clear()
         stats.clear()

@@ -150,3 +150,34 @@ def test_a_call_setting_changed_takes_a_graph_of_its_own(rng, graphs, monkeypatc
     assert len(graphs._graphs) == 2
     # a key ends (..., NEW_KERNELS, EPILOGUE_VEC, RESIDUE_GEMM_TILE, device)
     assert sorted(key[-3] for key in graphs._graphs) == ["1", "2"], list(graphs._graphs)
+
+
+def test_a_key_whose_replays_miss_goes_eager(rng, graphs):
+    """Exact mode replays with the IEEE flags its recorded run read (its plan's host read,
+    checked on the device): a shape captured on finite operands misses on each call whose A
+    holds a NaN.  Every other call with one (at least half the replays missing, past
+    MISS_FRACTION), the key is dropped at its MISS_AFTER-th replay and runs eagerly from then
+    on, never captured or replayed again; every call gives the CPU's bits."""
+    import cupy
+    calls = 1 + graphs.MISS_AFTER + 6
+    key = None
+    for c in range(calls):
+        A, B = rng.standard_normal((96, 80)), rng.standard_normal((80, 64))
+        if c >= 2 and c % 2 == 0:       # calls 0 and 1 finite: the capture's recorded flags are 0
+            A[c % 96, (7 * c) % 80] = np.nan
+        cpu = ozaki.matmul(A, B, mode="exact")
+        gpu = ozaki.matmul(cupy.asarray(A), cupy.asarray(B), mode="exact")
+        assert same_bits(cpu, cupy.asnumpy(gpu)), c
+        if c == 0:
+            assert not graphs._graphs and not graphs.stats, dict(graphs.stats)
+            continue
+        if c == 1:
+            assert len(graphs._graphs) == 1, ("the shape was not captured", graphs._refused)
+            (key,) = graphs._graphs
+        # calls 1..c replayed (call 1 the capture's); calls 2, 4, ... missed
+        replays = graphs.stats["replayed"] + graphs.stats["missed"]
+        assert replays == min(c, graphs.MISS_AFTER), (c, dict(graphs.stats))
+        assert graphs.stats["missed"] >= min(c, graphs.MISS_AFTER) // 2, (c, dict(graphs.stats))
+        assert (key in graphs._graphs) == (c < graphs.MISS_AFTER), (c, dict(graphs.stats))
+    assert graphs.stats["captured"] == 1 and graphs.stats["eager_misses"] == 1, dict(graphs.stats)
+    assert "replays missed" in graphs._refused[key] and not graphs._graphs

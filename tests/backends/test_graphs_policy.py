@@ -5,7 +5,8 @@ replay; a call that raises does not count; a shape whose capture fails stays eag
 cache keeps CACHE_ENTRIES shapes, least recently used dropped; graphs off, or a caller
 capturing its own graph, run eagerly.  Host reads (host.read) inside a captured call are
 recorded by a first eager run, replayed to the capture with a device check each, and a
-replay whose check fails runs again eagerly.  The GPU tests (test_graphs.py,
+replay whose check fails runs again eagerly; a key whose recent replays miss often
+(MISS_FRACTION) is dropped and stays eager.  The GPU tests (test_graphs.py,
 tests/fft/test_fft_graphs.py) check the bits."""
 
 import importlib.util
@@ -299,3 +300,78 @@ def test_a_widened_value_is_what_every_run_decides_by(graphs):
     (graph,) = g._graphs.values()
     (value, lo, hi), = graph.speculation.recorded
     assert seen == [7, 15, 15, 15] and int(value) == 15 and int(lo) == -5 and int(hi) == 15
+
+
+def replays_missing(g, rec, Array, misses, key=("fft",)):
+    """One call of ``key`` a pattern entry (the first two: eager, then the capture), each
+    later replay's check failing where the entry is true; the events of the calls."""
+    seen = []
+    for missed in misses:
+        rec.missed = int(missed)
+        rec.events.clear()
+        g.speculated(key, reading(rec, Array), Array())
+        seen.append(list(rec.events))
+    return seen
+
+
+def test_a_key_whose_replays_miss_goes_eager(graphs):
+    """Every replay missing: after MISS_AFTER of them the graph is dropped and the key runs
+    eagerly from then on, never captured or replayed again."""
+    g, rec, Array = graphs
+    calls = 1 + g.MISS_AFTER + 20
+    seen = replays_missing(g, rec, Array, [True] * calls)
+    assert g.stats["captured"] == 1 and g.stats["missed"] == g.MISS_AFTER and not g.stats["replayed"]
+    assert g.stats["eager_misses"] == 1 and not g._graphs and "replays missed" in g._refused[("fft", 0)]
+    assert sum(events.count("launch") for events in seen) == g.MISS_AFTER
+    assert sum(events.count("begin") for events in seen) == 1
+    assert seen[g.MISS_AFTER][-2:] == ["call", "get"]           # the last replay, then its eager run
+    assert all(events == ["call", "get"] for events in seen[1 + g.MISS_AFTER:])   # eager: plain reads
+
+
+def test_a_key_missing_rarely_keeps_replaying(graphs):
+    """One replay in five missing (below MISS_FRACTION), through several windows: replayed
+    every call."""
+    g, rec, Array = graphs
+    replays = 5 * g.MISS_WINDOW
+    misses = [False] + [r % 5 == 4 for r in range(replays)]
+    seen = replays_missing(g, rec, Array, misses)
+    assert g.stats["missed"] == replays // 5 and g.stats["replayed"] == replays - replays // 5
+    assert not g.stats["eager_misses"] and list(g._graphs) == [("fft", 0)]
+    assert all(events.count("launch") == 1 for events in seen[1:])
+
+
+def test_old_replays_fade(graphs):
+    """The counts are over the last replays: a key that hit MISS_WINDOW times has (32, 0)
+    after the halving, so misses from then on drop it after 11 (11 of 43 >= 0.25), where the
+    whole history (64 hits) would take 22."""
+    g, rec, Array = graphs
+    assert (g.MISS_WINDOW, g.MISS_FRACTION) == (64, 0.25)      # the counts below are for these
+    seen = replays_missing(g, rec, Array, [False] * (1 + g.MISS_WINDOW) + [True] * 30)
+    assert g.stats["replayed"] == g.MISS_WINDOW and g.stats["missed"] == 11
+    assert g.stats["eager_misses"] == 1 and not g._graphs and g._replays[("fft", 0)] == (43, 11)
+    assert sum(events.count("launch") for events in seen) == g.MISS_WINDOW + 11
+
+
+def test_clear_forgets_the_misses(graphs):
+    """A key left eager by its misses is captured and replayed again after clear(); and one
+    evicted from the cache starts its counts afresh."""
+    g, rec, Array = graphs
+    replays_missing(g, rec, Array, [True] * (1 + g.MISS_AFTER))
+    assert g.stats["eager_misses"] == 1 and not g._graphs
+    g.clear()
+    assert not g._replays and not g.stats
+    seen = replays_missing(g, rec, Array, [False] * 4)
+    assert g.stats["captured"] == 1 and g.stats["replayed"] == 3 and list(g._graphs) == [("fft", 0)]
+    assert [events.count("launch") for events in seen] == [0, 1, 1, 1]
+
+
+def test_an_evicted_key_starts_its_misses_afresh(graphs, monkeypatch):
+    g, rec, Array = graphs
+    monkeypatch.setattr(g, "CACHE_ENTRIES", 1)
+    replays_missing(g, rec, Array, [True] * g.MISS_AFTER)        # one short of the verdict
+    assert g._replays[("fft", 0)] == (g.MISS_AFTER - 1, g.MISS_AFTER - 1)
+    replays_missing(g, rec, Array, [False] * 2, key=("other",))  # evicts ("fft", 0)
+    assert list(g._graphs) == [("other", 0)] and ("fft", 0) not in g._replays
+    replays_missing(g, rec, Array, [True] * 3)                   # eager, captured again: 2 replays
+    assert g._replays[("fft", 0)] == (2, 2) and list(g._graphs) == [("fft", 0)]
+    assert not g.stats["eager_misses"]
