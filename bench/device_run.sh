@@ -205,6 +205,13 @@
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
+#   s29a      the fused kernel's CRT on the tensor cores (NEW_KERNELS crt_mma): its GPU tests (the
+#             defaults), the graphs' and, with OZAKI_NEW_KERNELS=all, the int32 limits' and two words'
+#             at once; the small stacks and 1024^2 without and with it in turns, on "auto" and on the
+#             fused path; exact-mode stacks through graphs; the tile sweep on the small stacks with
+#             it; the stack 4096 x 64^2's kernels under ncu with it; issue 11's tables without fp8
+#             with it, if its tests passed (stage limits add up to about 940 s, past a call's 600:
+#             the stages a call reaches come back)
 #   s27a      exact-mode stacks through graphs (pieces of a power of two matrices): the graph, stack
 #             and FFT same-bits tests, the exact stacks through graphs and eager; fused_int_mod's
 #             tests and its timings against the defaults in turns; FFT cubes 128 and 256, issue
@@ -236,7 +243,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a|s29a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -298,6 +305,19 @@ ncu_calls() {   # each small call's kernels under Nsight Compute, one CSV each (
 new_kernels() {   # new_kernels -NAME | +NAME: OZAKI_NEW_KERNELS's value for the defaults without (with) NAME
     python3 -c "import sys; from ozaki.backends.cupy_backend import NEW_KERNELS_ON as on; \
 sign, name = sys.argv[1][0], sys.argv[1][1:]; print(','.join([n for n in on if n != name] + [name] * (sign == '+')))" "$1"
+}
+with_and_without() {   # with_and_without NAME[:TAG] SECONDS BENCH.GEMM-ARGS...: bench.gemm in two turns, each first
+    # at the defaults without NEW_KERNELS' NAME (stage gemm_NAME[_TAG]_off_TURN), then with it (gemm_NAME[_TAG]_on_TURN)
+    local name=${1%%:*} label=${1/:/_} limit=$2 turn; shift 2
+    local off on
+    off=$(new_kernels "-$name")
+    on=$(new_kernels "+$name")
+    for turn in 1 2; do
+        stage "gemm_${label}_off_$turn" "$limit" env OZAKI_NEW_KERNELS="$off" python3 -m bench.gemm "$@" \
+            --out "$W/gemm_${label}_off_$turn.json"
+        stage "gemm_${label}_on_$turn" "$limit" env OZAKI_NEW_KERNELS="$on" python3 -m bench.gemm "$@" \
+            --out "$W/gemm_${label}_on_$turn.json"
+    done
 }
 if [ "$profile" = fused ]; then      # one call: tiles swept and chosen, then everything under them
     stage crossover 160 python3 -m bench.crossover --sweep --profile --tiles-out "$W/tiles.txt" --out "$W/crossover.json"
@@ -639,16 +659,30 @@ elif [ "$profile" = s27a ]; then
     wait
     stage exact_stacks 60 python3 -m bench.graph_probe --exact-stacks 4096x64 256x64 64x128
     # the fused kernel's reduction on the integer pipes (fused_int_mod) against the defaults, in turns
-    fused="--sizes 1024 --shapes 4096x64x64x64 1024x128x128x128 --families normal --no-emulated --samples 4 \
-        --modes accurate"
-    with_int_mod=$(new_kernels +fused_int_mod)
-    for turn in 1 2; do
-        stage "gemm_fused_$turn" 40 python3 -m bench.gemm $fused --out "$W/gemm_fused_$turn.json"
-        stage "gemm_int_mod_$turn" 40 env OZAKI_NEW_KERNELS="$with_int_mod" python3 -m bench.gemm $fused \
-            --out "$W/gemm_int_mod_$turn.json"
-    done
+    with_and_without fused_int_mod 40 --sizes 1024 --shapes 4096x64x64x64 1024x128x128x128 --families normal \
+        --no-emulated --samples 4 --modes accurate
     stage fft_cubes 60 python3 -m bench.fft --cubes 128 256 --sizes --repeats 3 --out "$W/fft_cubes.json"
     issue11_tables nofp8            # last: what a short device budget cuts
+elif [ "$profile" = s29a ]; then
+    with_crt_mma=$(new_kernels +crt_mma)
+    ( unset OZAKI_NEW_KERNELS; gpu_tests gpu_crt_mma 150 tests/backends/test_fused.py -k "crt_on_tensor_cores" ) &
+    gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
+    OZAKI_NEW_KERNELS=all gpu_tests gpu_limits 150 tests/backends/test_fused.py -k "int32_limits or two_words" &
+    wait
+    # the CRT on the tensor cores against the defaults, in turns: on "auto", then on the fused path
+    crt_args=(--sizes 1024 --shapes 4096x64x64x64 1024x128x128x128 256x256x256x256 --families normal --no-emulated
+              --samples 4 --modes accurate)
+    with_and_without crt_mma 45 "${crt_args[@]}"
+    with_and_without crt_mma:fused 45 "${crt_args[@]}" --paths fused
+    stage exact_stacks 60 python3 -m bench.graph_probe --exact-stacks 4096x64 256x64 64x128
+    stage sweep_short 90 env OZAKI_NEW_KERNELS="$with_crt_mma" python3 -m bench.crossover --sweep --max-work 2.2e9 \
+        --cases stack --out "$W/sweep_short.json"
+    OZAKI_NEW_KERNELS=$with_crt_mma ncu_calls "stack 4096x64"
+    # last, and only where its tests passed: issue 11's tables with it
+    if [ -f "$W/gpu_crt_mma.xml" ] && grep -q 'failures="0"' "$W/gpu_crt_mma.xml" \
+        && grep -q 'errors="0"' "$W/gpu_crt_mma.xml"; then
+        OZAKI_NEW_KERNELS=$with_crt_mma issue11_tables nofp8
+    fi
 elif [ "$profile" = s26e ]; then
     gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
     gpu_tests gpu_two_words 150 tests/backends/test_fused.py tests/backends/test_cupy_backend.py -k "two_words \
@@ -1074,6 +1108,7 @@ echo "== stages =="; cat "$W/stages.txt"
 echo "== GPU tests =="; for f in "$W"/gpu_*.txt; do echo "$(basename $f):"; grep -E "passed|failed|Error|assert" "$f" | tail -12; done
 echo "== durations =="; grep -h -A10 "slowest" "$W"/gpu_*.txt | head -24
 [ -f "$W/crossover.txt" ] && { echo "== fused vs cuBLAS path =="; grep -E "^(stack|square|skinny|complex|best)" "$W/crossover.txt"; }
+[ -f "$W/sweep_short.txt" ] && { echo "== tiles on the small stacks =="; grep -E "^(tile|stack|best)|Error" "$W/sweep_short.txt"; }
 for f in linalg linalg_32k dask; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -15 "$W/$f.txt"; }; done
 for f in certified certified_4k; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tail -48 "$W/$f.txt"; }; done
 [ -f "$W/steps.txt" ] && { echo "== time split =="; cat "$W/steps.txt"; }
