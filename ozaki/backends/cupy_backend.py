@@ -45,7 +45,7 @@ from ..crt import crt_bound_float, crt_constants
 from ..crt import moduli as _moduli
 from . import graphs, native, numpy_backend
 from . import host as _host
-from .kernel_tables import constant_tables as _constant_tables, residue_gemm_table
+from .kernel_tables import CRT_DIGITS_MAX_MODULI, constant_tables as _constant_tables, residue_gemm_table
 
 xp = cupy
 name = "cupy"
@@ -495,9 +495,16 @@ def flags_found(flags_a, flags_b, host=True):
 #                     (SASS: 8 I2F, 16 DFMA and 16 DADD fewer a group, 16 more instructions in
 #                     all).  No gain measured: the stack of 4096 x 64^2 1.76 / 1.76 ms against
 #                     1.61 / 1.80 at the defaults, 1024 x 128^2 1.92 / 1.95 against 1.81 / 2.03
+# Written 2026-12-07 (sessions 28-29; host-checked: the digits, their fragments and the kernel's
+# integer arithmetic in tests/backends/test_kernel_tables.py, its builds in test_fused_builds.py):
+#   crt_mma           the fused kernel's CRT sum S = sum_i r_i c_i on the tensor cores (fused.cu
+#                     CRT_MMA: the residues of 32 outputs times the c_i's balanced base-256 digits,
+#                     the moduli the inner dimension) for one slice pair of up to 32 moduli; SASS
+#                     (ptxas 13.0, 16 moduli, the short tile): registers 76 -> 52, the CRT step 381
+#                     -> 257 static instructions an output
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
                "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced", "residue_int_mod",
-               "two_words", "fused_int_mod")
+               "two_words", "fused_int_mod", "crt_mma")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "byte_convert", "pairs_in_place",
                   "residue_quarters", "quarter_products", "byte_unreduced", "residue_int_mod", "two_words")
 
@@ -1172,9 +1179,18 @@ SHARED_MAX = 227 * 1024
 FUSED_K_MAX = {1: 131071, 3: 43690}
 
 
-def _fused_shared(tile, residue_tiles):
+def _fused_shared(tile, residue_tiles, skew=0):
     bm, bn, _, _, bk, stages = tile
-    return stages * (bm + bn) * (bk + 16) + residue_tiles * bm * (bn + 4)
+    return stages * (bm + bn) * (bk + 16) + residue_tiles * (bm * (bn + 4) + skew)
+
+
+def _res_skew(nout, npairs, num_moduli):
+    """Bytes between consecutive residue tiles (fused.cu RES_SKEW): with the CRT sums on the
+    tensor cores (NEW_KERNELS crt_mma; one slice pair of up to 32 moduli), a modulus' tiles lie
+    8 bytes out of step with the last's, so that the four lanes of a quad, which read four
+    moduli at a time, read distinct banks; else 0."""
+    on = npairs == 1 and num_moduli <= CRT_DIGITS_MAX_MODULI and _new_kernel("crt_mma")
+    return 8 // nout if on else 0
 
 
 # A launch of fewer blocks than this per multiprocessor leaves SMs idle: the
@@ -1189,13 +1205,13 @@ def _multiprocessors(device):
     return cupy.cuda.Device(device).attributes["MultiProcessorCount"]
 
 
-def _fused_tile(residue_tiles, k=SHORT_K, shape=None):
+def _fused_tile(residue_tiles, k=SHORT_K, shape=None, skew=0):
     """The first tile (for inner dimension k) whose shared memory holds ``residue_tiles``
     residue tiles, or None.  With ``shape`` (m, n, batch): the first of those whose
     grid has FUSED_MIN_BLOCKS_PER_SM blocks per multiprocessor, else the one with
     the most blocks (small products trade tile efficiency for occupancy)."""
     tiles = [t for t in FUSED_TILES["short" if k <= SHORT_K else "long"]
-             if _fused_shared(t, residue_tiles) <= SHARED_MAX]
+             if _fused_shared(t, residue_tiles, skew) <= SHARED_MAX]
     if not tiles or shape is None:
         return tiles[0] if tiles else None
     m, n, batch = shape
@@ -1210,7 +1226,8 @@ def _fused_tile(residue_tiles, k=SHORT_K, shape=None):
 def fused_fits(num_moduli, parts, npairs, k):
     """Whether one fused launch can take this product (shared memory, int32 range)."""
     nout = 2 if parts == 3 else 1
-    return k <= FUSED_K_MAX[parts] and _fused_tile(npairs * num_moduli * nout, k) is not None
+    skew = _res_skew(nout, npairs, num_moduli)
+    return k <= FUSED_K_MAX[parts] and _fused_tile(npairs * num_moduli * nout, k, skew=skew) is not None
 
 
 # The path "auto" takes, from the crossover measured on the H200 by
@@ -1295,10 +1312,10 @@ def _operands(stacks, tabled):
 
 
 def _fused_launch(defines, tables, a_stacks, b_stacks, slices_b, m, n, batch, a_gstride, b_gstride,
-                  residue_tiles, tail):
-    tile = _fused_tile(residue_tiles, a_stacks[0].shape[-1], (m, n, batch))
+                  residue_tiles, tail, skew=0):
+    tile = _fused_tile(residue_tiles, a_stacks[0].shape[-1], (m, n, batch), skew)
     bm, bn, wm, wn, bk, stages = tile
-    shared = _fused_shared(tile, residue_tiles)
+    shared = _fused_shared(tile, residue_tiles, skew)
     kp = a_stacks[0].shape[-1]
     # one plane stride per side (Operands.a_plane, b_plane): stacks whose planes lie apart
     # differently are made contiguous
@@ -1344,12 +1361,15 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype
                ("OUT_T", _OUT_T[np.dtype(out_dtype)])) + ((("RESIDUAL", 1),) if residual else ()) \
         + ((("TWO_WORDS", 1),) if npairs == 1 and _new_kernel("two_words") else ()) \
         + ((("FUSED_INT_MOD", 1),) if _new_kernel("fused_int_mod") else ())
+    skew = _res_skew(nout, npairs, num_moduli)           # nonzero: the CRT sums on the tensor cores
+    if skew:
+        defines += (("CRT_MMA", 1), ("RES_SKEW", skew))
     shift_table = np.uint64(0) if npairs == 1 else device_table(shifts, np.int32)
     tail = (shift_table, cupy.ascontiguousarray(beta_a, dtype=cupy.int64),
             cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(m * n), np.int64(n),
             rhos[0], rhos[-1])
-    _fused_launch(defines, (num_moduli, True), a_stacks, b_stacks, slices_b, m, n, batch, m, n,
-                  npairs * num_moduli * nout, tail)
+    _fused_launch(defines, (num_moduli, True, bool(skew)), a_stacks, b_stacks, slices_b, m, n, batch, m, n,
+                  npairs * num_moduli * nout, tail, skew)
     return outs + rhos if residual else outs
 
 

@@ -7,7 +7,7 @@ import functools
 
 import numpy as np
 
-from ..crt import crt_constants
+from ..crt import crt_constants, kulisch
 from ..crt import moduli as _moduli
 
 
@@ -22,13 +22,15 @@ def array(name, values):
 
 
 @functools.lru_cache(maxsize=None)
-def constant_tables(m, crt=False):
+def constant_tables(m, crt=False, digits=False):
     """The moduli's constants as compile-time tables, so the kernels' fully
     unrolled loops read them as constant-bank operands instead of loads:
     MOD_P, MOD_INV (1/p rounded), MOD_ROW[i] (p_i, 1/p_i, 2**(26 j) mod p_i for j = 1..4), and
     with ``crt`` the CRT limbs CRT_C[i][l], CRT_P[l], CRT_INV_P and P's bits (CRT_P_BITS), and
     MOD_INT[i], residue_gemm_table's row of p_i as unsigned ints (the fused kernel's reduction
-    on the integer pipes, FUSED_INT_MOD)."""
+    on the integer pipes, FUSED_INT_MOD); with ``digits`` also the CRT constants' balanced
+    base-256 digits as the tensor cores' B fragments (crt_digit_source: the fused kernel's
+    CRT_MMA)."""
     ps = _moduli(m)
     src = (array("MOD_P[]", ps) + array("MOD_INV[]", [1.0 / p for p in ps])
            + f"__constant__ double MOD_ROW[{m}][8] = "
@@ -43,7 +45,72 @@ def constant_tables(m, crt=False):
                 + f"__constant__ unsigned MOD_INT[{m}][3] = "
                 + "{" + ", ".join("{" + ", ".join(f"{v}u" for v in row) + "}"
                                   for row in residue_gemm_table(ps).view(np.uint32).tolist()) + "};\n")
+    if digits:
+        src += crt_digit_source(m)
     return src
+
+
+# The fused kernel's CRT sum on the tensor cores (fused.cu CRT_MMA) takes the moduli as the
+# inner dimension of one m16n8k16 or m16n8k32 product.
+CRT_DIGITS_MAX_MODULI = 32
+
+
+@functools.lru_cache(maxsize=None)
+def crt_digits(m):
+    """int64 (m, nd): the CRT constants c_i as balanced base-256 digits, c_i' = sum_d D[i, d]
+    256**d with D in [-128, 127] and c_i' = c_i or c_i - P, whichever has |c_i'| <= P / 2:
+    the same residue mod P, so S' = sum_i r_i c_i' lifts to the same value as S, and every
+    digit sum sum_i r_i D[i, d] of int8 residues is exact in int32 (|.| <= 32 * 128**2)."""
+    k = crt_constants(m)
+    cs = [kulisch.to_int(row) for row in k.c_limbs]
+    signed = [c if 2 * c <= k.P else c - k.P for c in cs]
+    rows = []
+    for c in signed:
+        row = []
+        while c:
+            d = (c + 128) % 256 - 128
+            row.append(d)
+            c = (c - d) // 256
+        rows.append(row)
+    nd = max(len(row) for row in rows)
+    return np.array([row + [0] * (nd - len(row)) for row in rows], dtype=np.int64)
+
+
+def crt_digit_fragments(m):
+    """uint32 (nd8 / 8, km / 16, 32): lane l's B fragment of the digit matrix (moduli x digits,
+    zero-padded to km = 16 or 32 moduli and nd8, a multiple of 8, digits) for each n8 tile and
+    16 moduli, as PTX's m16n8k16 / m16n8k32 .s8 layouts place it: byte j of the word is
+    D[16 kr + 4 (l % 4) + j, 8 nt + l // 4]."""
+    if not 1 <= m <= CRT_DIGITS_MAX_MODULI:
+        raise ValueError(f"the CRT sum on the tensor cores takes 1 to {CRT_DIGITS_MAX_MODULI} moduli, not {m}")
+    D = crt_digits(m)
+    km, nd8 = (16 if m <= 16 else 32), -(-D.shape[1] // 8) * 8
+    padded = np.zeros((km, nd8), dtype=np.int64)
+    padded[:m, :D.shape[1]] = D
+    lane = np.arange(32)
+    gid, tig = lane // 4, lane % 4
+    frags = np.zeros((nd8 // 8, km // 16, 32), dtype=np.uint32)
+    for nt in range(nd8 // 8):
+        for kr in range(km // 16):
+            for j in range(4):
+                byte = padded[16 * kr + 4 * tig + j, 8 * nt + gid] & 0xFF
+                frags[nt, kr] |= (byte << (8 * j)).astype(np.uint32)
+    return frags
+
+
+def crt_digit_source(m):
+    """crt_digit_fragments as the kernel reads it: CRT_KM moduli and CRT_ND digits (padded),
+    CRT_LD 32-bit limbs the digit sums fold into (4 digits a limb), CRT_BFRAG."""
+    frags = crt_digit_fragments(m)
+    nd = crt_digits(m).shape[1]
+    ld = -(-nd // 4)
+    if ld > crt_constants(m).L:
+        raise ValueError(f"{m} moduli: {ld} limbs of digit sums exceed the CRT value's {crt_constants(m).L}")
+    nt, kr, _ = frags.shape
+    body = ", ".join("{" + ", ".join("{" + ", ".join(f"{v}u" for v in frags[a, b]) + "}" for b in range(kr)) + "}"
+                     for a in range(nt))
+    return (f"#define CRT_KM {16 * kr}\n#define CRT_ND {8 * nt}\n#define CRT_LD {ld}\n"
+            f"__device__ const unsigned CRT_BFRAG[{nt}][{kr}][32] = {{{body}}};\n")
 
 
 def residue_gemm_table(moduli):

@@ -34,8 +34,9 @@
 // of one CRT value and of the accumulator), BM, BN, WARPS_M, WARPS_N, BK
 // (inner-dimension bytes per pipeline stage), STAGES, one of EPILOGUE_CRT /
 // EPILOGUE_BOUND (with EPILOGUE_CRT, RESIDUAL: also the outputs' rounding residuals,
-// as epilogue.cu; FUSED_INT_MOD: the accumulators reduced on the integer pipes), and the
-// constant tables of kulisch.cuh.
+// as epilogue.cu; FUSED_INT_MOD: the accumulators reduced on the integer pipes; CRT_MMA: the
+// CRT sums on the tensor cores, below; RES_SKEW: bytes between consecutive residue tiles'
+// banks), and the constant tables of kulisch.cuh.
 
 #include "kulisch.cuh"
 
@@ -47,6 +48,10 @@
 #define ROW (BK + 16)                  // padded shared row: ldmatrix rows fall in distinct banks
 #define RES_ROW (BN + 4)               // padded row of a residue tile
 #define RES_TILE (BM * RES_ROW)
+#ifndef RES_SKEW
+#define RES_SKEW 0
+#endif
+#define RES_AT(t) (res + (t) * (RES_TILE + RES_SKEW))      // residue tile t: (pair, modulus) * NOUT + part
 #define NOUT (NIN == 3 ? 2 : 1)
 #define GROUPS (NPAIRS * NMOD * NIN)
 // Outputs a thread lifts at once in the CRT step (a divisor of its share; fewer
@@ -80,6 +85,13 @@ __device__ __forceinline__ void mma_s8(int* c, const unsigned* a, const unsigned
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                  : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// m16n8k16: A two registers (rows gid, gid + 8; k 4 tig .. 4 tig + 3), B one (k 4 tig .. +3, n gid).
+__device__ __forceinline__ void mma_s8_k16(int* c, const unsigned* a, unsigned b) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 "
+                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(b));
 }
 
 struct Operands {
@@ -221,8 +233,15 @@ __device__ __forceinline__ signed char residue_small(int x, int i) {
 // The residues mod p_i of int32 values, as int8.  |x| < 2**31, so the quotient
 // is exact and |r| <= p / 2; p = 256 may give +128, which is -128 in int8 (the
 // same residue).
+// (reduce_mod's operations, MAGIC read from the constant bank: as an immediate, the FMA takes its
+// multiplier 1/p in a register, which ptxas copied out of the uniform registers for every
+// accumulator where the CRT sums on the tensor cores left it 52 registers: 179 -> 210
+// instructions a mainloop stage, against 186 this way.)
+__constant__ double MAGIC_BANK = MAGIC;
 __device__ __forceinline__ signed char residue_small(int x, int i) {
-    return (signed char)__double2loint(reduce_mod(exact_double(x), i) + MAGIC);
+    const double v = exact_double(x);
+    const double t = fma(v, MOD_INV[i], MAGIC_BANK) - MAGIC_BANK;
+    return (signed char)__double2loint(fma(-t, MOD_P[i], v) + MAGIC_BANK);
 }
 #endif
 
@@ -240,6 +259,94 @@ __device__ __forceinline__ void store_residues(const int (&x)[MT][NT][4], int i,
                 v.y = residue_small(x[mt][nt][e + 1], i);
                 *reinterpret_cast<char2*>(tile + FRAG_ROW(mt, e) * RES_ROW + FRAG_COL(nt, e)) = v;
             }
+}
+#endif
+
+#if defined(EPILOGUE_CRT) && defined(CRT_MMA) && defined(CRT_ND)
+// The CRT sum on the tensor cores (cupy_backend: NEW_KERNELS crt_mma; the tables CRT_KM,
+// CRT_ND, CRT_LD and CRT_BFRAG from kernel_tables.crt_digit_source).  S = sum_i r_i c_i' is
+// an integer product: the int8 residues of 32 outputs (the rows) times the balanced
+// base-256 digits D of the c_i' (|c_i'| <= P / 2, the same residue mod P as c_i), the
+// moduli the inner dimension (m16n8k16, or k32 from 17 moduli).  Each digit sum D_d =
+// sum_i r_i D_id is exact in int32 (|D_d| <= 32 * 128**2 = 2**19), and the limbs S_l =
+// (D_4l + 2**8 D_4l+1) + 2**16 (D_4l+2 + 2**8 D_4l+3) (|S_l| < 2**44) go to crt_lift as the
+// float64 sums of the other step do: the same lifted value, hence the same bits.  It takes
+// one slice pair (the Kulisch accumulator's shifts stay on the other step), rows of 32
+// outputs (BN % 32 == 0) and a warp's 32 x DROW int32 of digit sums per output part in the
+// idle pipeline buffers; any other tile keeps the float64 sums.
+#define DROW (CRT_ND + 2)               // a row of digit sums: int2 stores and loads without bank conflicts
+#if NPAIRS == 1 && NMOD <= 32 && BN % 32 == 0 && CRT_KM >= NMOD \
+    && (THREADS / 32) * NOUT * 32 * DROW * 4 <= STAGES * (BM + BN) * ROW
+#define CRT_ON_TENSOR_CORES
+#endif
+#endif
+
+#ifdef CRT_ON_TENSOR_CORES
+// Four words, byte b of word j the residue of output b for modulus j, transposed in place
+// (eight byte permutes): byte j of word b.
+__device__ __forceinline__ void transpose_bytes(unsigned (&w)[4]) {
+    unsigned t0 = __byte_perm(w[0], w[1], 0x5140), t1 = __byte_perm(w[2], w[3], 0x5140);
+    unsigned t2 = __byte_perm(w[0], w[1], 0x7362), t3 = __byte_perm(w[2], w[3], 0x7362);
+    w[0] = __byte_perm(t0, t1, 0x5410);
+    w[1] = __byte_perm(t0, t1, 0x7632);
+    w[2] = __byte_perm(t2, t3, 0x5410);
+    w[3] = __byte_perm(t2, t3, 0x7632);
+}
+
+// The 32-bit limbs of S for one output part of the 32 outputs at row r, columns c0 .. c0 + 31
+// of the block's tile: lane u's output is column c0 + u.  A lane gathers the residues of
+// outputs c0 + 4 gid .. + 3 for moduli 16 kr + 4 tig .. + 3 as four words (the residue
+// tiles lie RES_SKEW bytes out of step, so that a quad's four lanes read distinct banks),
+// transposed into the A fragments of two m16 tiles: output 4 gid + 2 t + h is row gid + 8 h
+// of tile t.  The products' digit sums go through ``scratch`` (32 rows of DROW int32, the
+// warp's own) so that lane u holds output u's.
+__device__ __forceinline__ void crt_sum_mma(const signed char* res, int o, int r, int c0, int lane,
+                                            const unsigned (&bfrag)[CRT_ND / 8][CRT_KM / 16], int* scratch,
+                                            double (&S)[LP]) {
+    const int gid = lane >> 2, tig = lane & 3;
+    unsigned x[CRT_KM / 16][4];
+#pragma unroll
+    for (int kr = 0; kr < CRT_KM / 16; ++kr) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            int i = 16 * kr + 4 * tig + j;
+            i = i < NMOD ? i : NMOD - 1;                // past the moduli: any residue, its digits are zero
+            x[kr][j] = *reinterpret_cast<const unsigned*>(RES_AT(i * NOUT + o) + r * RES_ROW + c0 + 4 * gid);
+        }
+        transpose_bytes(x[kr]);
+    }
+    int d[2][CRT_ND / 8][4];
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+        for (int nt = 0; nt < CRT_ND / 8; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) d[t][nt][e] = 0;
+#if CRT_KM == 16
+            const unsigned a[2] = {x[0][2 * t], x[0][2 * t + 1]};
+            mma_s8_k16(d[t][nt], a, bfrag[nt][0]);
+#else
+            const unsigned a[4] = {x[0][2 * t], x[0][2 * t + 1], x[1][2 * t], x[1][2 * t + 1]};
+            const unsigned b[2] = {bfrag[nt][0], bfrag[nt][1]};
+            mma_s8(d[t][nt], a, b);
+#endif
+            // rows gid, gid + 8 of tile t: outputs 4 gid + 2 t, 4 gid + 2 t + 1; digits 8 nt + 2 tig, + 1
+            int* row = scratch + (4 * gid + 2 * t) * DROW + 8 * nt + 2 * tig;
+            *reinterpret_cast<int2*>(row) = make_int2(d[t][nt][0], d[t][nt][1]);
+            *reinterpret_cast<int2*>(row + DROW) = make_int2(d[t][nt][2], d[t][nt][3]);
+        }
+    __syncwarp();
+    const int* mine = scratch + lane * DROW;
+#pragma unroll
+    for (int l = 0; l < LP; ++l) {
+        if (l < CRT_LD) {
+            int2 lo = *reinterpret_cast<const int2*>(mine + 4 * l), hi = *reinterpret_cast<const int2*>(mine + 4 * l + 2);
+            S[l] = fma(exact_double(hi.x + 256 * hi.y), 65536.0, exact_double(lo.x + 256 * lo.y));
+        } else {
+            S[l] = 0.0;
+        }
+    }
+    __syncwarp();                                       // read before the next sum overwrites it
 }
 #endif
 
@@ -328,7 +435,7 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
 #if NIN == 3
         int h = group % NIN;
         if (h == 2) {                                         // Im = P3 - P1 - P2
-            store_residues(acc, i, res + (pm * 2 + 1) * RES_TILE, wm, wn, gid, tig);
+            store_residues(acc, i, RES_AT(pm * 2 + 1), wm, wn, gid, tig);
         }
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
@@ -341,7 +448,7 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
                     if (h == 1) { acc[mt][nt][e] = p1[mt][nt][e] - x; p1[mt][nt][e] = -(p1[mt][nt][e] + x); }
                 }
         if (h == 1) {                                         // Re = P1 - P2, then P3 on -(P1 + P2)
-            store_residues(acc, i, res + (pm * 2) * RES_TILE, wm, wn, gid, tig);
+            store_residues(acc, i, RES_AT(pm * 2), wm, wn, gid, tig);
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -352,7 +459,7 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
             continue;
         }
 #else
-        store_residues(acc, i, res + pm * RES_TILE, wm, wn, gid, tig);
+        store_residues(acc, i, RES_AT(pm), wm, wn, gid, tig);
 #endif
 #else   // EPILOGUE_BOUND: the row and column maxima of the (nonnegative) product
         int rmax[MT][2], cmax[NT][2];
@@ -402,6 +509,39 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
 
 #ifdef EPILOGUE_CRT
     // ---- CRT, Kulisch sum of the slice pairs, one rounding, one write ----
+    // One output's Kulisch limbs (every part) rounded once and written, where it lies in the product.
+    auto write_output = [&](int r, int c, long long (&acc_l)[NOUT][LACC]) {
+        if (r >= m_left || c >= n_left) return;
+        long long e = beta_a[a_row0 + r] + beta_b[b_row0 + c];
+        long long at = g * out_gstride + (long long)(i0 + r) * out_rstride + j0 + c;
+        store_rounded(acc_l[0], e, out0 + at, rho0 + at);
+#if NOUT == 2
+        store_rounded(acc_l[1], e, out1 + at, rho1 + at);
+#endif
+    };
+#ifdef CRT_ON_TENSOR_CORES
+    wait_pending<0>();                   // (only empty groups are left) the pipeline buffers take the digit sums
+    __syncthreads();
+    unsigned bfrag[CRT_ND / 8][CRT_KM / 16];
+#pragma unroll
+    for (int nt = 0; nt < CRT_ND / 8; ++nt)
+#pragma unroll
+        for (int kr = 0; kr < CRT_KM / 16; ++kr) bfrag[nt][kr] = CRT_BFRAG[nt][kr][lane];
+    int* scratch = reinterpret_cast<int*>(pipe) + warp * NOUT * 32 * DROW;
+    for (int chunk = warp; chunk < BM * BN / 32; chunk += THREADS / 32) {
+        const int r = chunk * 32 / BN, c0 = chunk * 32 - r * BN;
+        long long acc_l[NOUT][LACC];
+#pragma unroll
+        for (int o = 0; o < NOUT; ++o) {
+            double S[LP];
+            crt_sum_mma(res, o, r, c0, lane, bfrag, scratch + o * 32 * DROW, S);
+#pragma unroll
+            for (int l = 0; l < LACC; ++l) acc_l[o][l] = 0;
+            crt_lift<CRT_LD>(S, acc_l[o], 0);
+        }
+        write_output(r, c0 + lane, acc_l);
+    }
+#else
     // A thread lifts CRT_U outputs at once (v0 + u THREADS), so that each CRT
     // constant is read once for all of them: the constants do not fit the
     // uniform registers, and their loads were as many as the FMAs.
@@ -434,7 +574,7 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
                 for (int i = 0; i < NMOD; ++i) {
                     double x[CRT_U];
 #pragma unroll
-                    for (int u = 0; u < CRT_U; ++u) x[u] = exact_double(res[((pair * NMOD + i) * NOUT + o) * RES_TILE + r[u] * RES_ROW + c[u]]);
+                    for (int u = 0; u < CRT_U; ++u) x[u] = exact_double(RES_AT((pair * NMOD + i) * NOUT + o)[r[u] * RES_ROW + c[u]]);
 #pragma unroll
                     for (int l = 0; l < LP; ++l) {
                         const double c_il = CRT_C[i][l];
@@ -452,15 +592,8 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
             }
         }
 #pragma unroll
-        for (int u = 0; u < CRT_U; ++u) {
-            if (CRT_U > 1 && (r[u] >= m_left || c[u] >= n_left)) continue;
-            long long e = beta_a[a_row0 + r[u]] + beta_b[b_row0 + c[u]];
-            long long at = g * out_gstride + (long long)(i0 + r[u]) * out_rstride + j0 + c[u];
-            store_rounded(acc_l[u][0], e, out0 + at, rho0 + at);
-#if NOUT == 2
-            store_rounded(acc_l[u][1], e, out1 + at, rho1 + at);
-#endif
-        }
+        for (int u = 0; u < CRT_U; ++u) write_output(r[u], c[u], acc_l[u]);
     }
+#endif
 #endif
 }

@@ -48,14 +48,17 @@ __device__ __forceinline__ void crt_add(double* S, double r, int i) {
 // residues lifted into (-P/2, P/2].  |C'| <= P/2 - P/2**20 keeps S / P 2**-20
 // off a half-integer; the float64 error of Sf / P is below 2**-34, so the
 // quotient is exact.  |q| <= sum |r_i| < 49 * 384 < 2**15 and P's limbs < 2**32:
-// S_l - q P_l < 2**48.
+// S_l - q P_l < 2**48.  N <= LP limbs of S (the fused kernel's CRT_MMA: its digit sums
+// fold into CRT_LD limbs; the limbs past them are zero and take only -q P_l).
+template <int N = LP>
 __device__ __forceinline__ void crt_lift(const double* S, long long* acc, int sh) {
+    static_assert(N <= LP, "S has at most the CRT value's limbs");
     double Sf = 0.0;
 #pragma unroll
-    for (int l = 0; l < LP; ++l) Sf = fma(S[l], LIMB_WEIGHT[l], Sf);
+    for (int l = 0; l < N; ++l) Sf = fma(S[l], LIMB_WEIGHT[l], Sf);
     double q = fma(Sf, CRT_INV_P, MAGIC) - MAGIC;
 #pragma unroll
-    for (int l = 0; l < LP; ++l) acc[sh + l] += to_int64(fma(-q, CRT_P[l], S[l]));
+    for (int l = 0; l < LP; ++l) acc[sh + l] += to_int64(l < N ? fma(-q, CRT_P[l], S[l < N ? l : 0]) : -q * CRT_P[l]);
 }
 
 // One output part's L Kulisch limbs rounded once to OUT_T at 2**e (no residual: RESIDUAL's
