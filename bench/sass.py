@@ -99,7 +99,8 @@ def tool(name):
 
 
 def source(kernel, moduli, crt, defines):
-    """The kernel's source as cupy_backend._kernel compiles it (defines, tables, file)."""
+    """The kernel's source as cupy_backend._kernel compiles it (defines, tables, file; with
+    CRT_MMA among the defines, the CRT digits' tables too)."""
     from ozaki.backends.kernel_tables import constant_tables
     from ozaki.crt import crt_constants
     d = dict(defines)
@@ -111,7 +112,7 @@ def source(kernel, moduli, crt, defines):
             d.setdefault("LACC", str(L))
     header = "".join(f"#define {k} {v}\n" for k, v in d.items())
     with open(os.path.join(KERNELS, kernel)) as f:
-        return header + (constant_tables(moduli, crt) if moduli else "") + f.read()
+        return header + (constant_tables(moduli, crt, crt and "CRT_MMA" in d) if moduli else "") + f.read()
 
 
 def compile_cubin(text, arch="sm_90a"):

@@ -45,7 +45,8 @@ from ..crt import crt_bound_float, crt_constants
 from ..crt import moduli as _moduli
 from . import graphs, native, numpy_backend
 from . import host as _host
-from .kernel_tables import CRT_DIGITS_MAX_MODULI, constant_tables as _constant_tables, residue_gemm_table
+from .kernel_tables import CRT_DIGITS_MAX_MODULI, FUSED_TILES as _FUSED_TILES, constant_tables as _constant_tables, \
+    residue_gemm_table
 
 xp = cupy
 name = "cupy"
@@ -1157,9 +1158,9 @@ def complex_of(re, im):
 # moduli): short, 32 x 32 on 4 warps, 4 stages, 0.83 ms for 4096 x 64^3 (64 x 64:
 # 0.86); long, 128 x 64 on 8 warps, BK 128, 2 stages, 238 TOPS at n = 8192
 # (64 x 64, BK 64, 3 stages: 212).
+# (The lists are kernel_tables.FUSED_TILES, where host checks of the kernel's builds read them.)
 SHORT_K = 256
-FUSED_TILES = {"short": ((32, 32, 2, 2, 64, 4),),
-               "long": ((128, 64, 4, 2, 128, 2), (64, 64, 2, 2, 64, 3), (32, 32, 2, 2, 64, 4))}
+FUSED_TILES = _FUSED_TILES
 
 
 def _tiles_from_env(tiles):

@@ -11,6 +11,13 @@ from ..crt import crt_constants, kulisch
 from ..crt import moduli as _moduli
 
 
+# The fused kernel's tiles (BM, BN, WARPS_M, WARPS_N, BK, STAGES: compile-time defines of
+# kernels/fused.cu), first choice first, for short and long inner dimensions: how
+# cupy_backend picks among them, and the measurements behind them, are beside its copy.
+FUSED_TILES = {"short": ((32, 32, 2, 2, 64, 4),),
+               "long": ((128, 64, 4, 2, 128, 2), (64, 64, 2, 2, 64, 3), (32, 32, 2, 2, 64, 4))}
+
+
 def doubles(values):
     """A C initializer of doubles as exact hexadecimal literals."""
     return "{" + ", ".join(float(v).hex() for v in values) + "}"

@@ -263,3 +263,125 @@ def test_fused_runs_on_the_current_stream(rng):
         got = ozaki.matmul(cupy.asarray(A), cupy.asarray(B))
     s.synchronize()
     assert same_bits(want, cupy.asnumpy(got))
+
+
+def crt_mma_on(monkeypatch):
+    """NEW_KERNELS crt_mma on beside the defaults; returns the defines of every fused.cu build
+    compiled from then on, so that a test can assert that CRT_MMA was asked for."""
+    from ozaki.backends import cupy_backend
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", ",".join(cupy_backend.NEW_KERNELS_ON + ("crt_mma",)))
+    builds = []
+    real = cupy_backend._kernel
+
+    def spy(file, function, defines, *args, **kw):
+        if file == "fused.cu":
+            builds.append(dict(defines))
+        return real(file, function, defines, *args, **kw)
+    monkeypatch.setattr(cupy_backend, "_kernel", spy)
+    return builds
+
+
+def _rounded(value, e):
+    """RN(value 2**e) as a float64 and its residual RN(value 2**e - RN(value 2**e)), from Fractions."""
+    from fractions import Fraction
+    x = Fraction(value) * Fraction(2) ** e
+    r = float(x)
+    return r, float(x - Fraction(r))
+
+
+@pytest.mark.parametrize("m", [1, 2, 8, 13, 16, 17, 24, 32])
+@pytest.mark.parametrize("parts", [1, 3])
+def test_crt_on_tensor_cores_exact_integers(rng, monkeypatch, m, parts):
+    """fused_product with the CRT sums on the tensor cores against Python's integers: k = 2
+    products whose CRT values are X_row + Y_col (A = [X, 1], B = [1, Y] as residues), X and Y
+    up to half the plans' bound P/2 - P/2**20 with both signs (so the values reach the bound),
+    each output rounded once at 2**(beta_a + beta_b) by Fractions, with its residual; complex
+    (Bi = 0): Re = Ar Br and Im = Ai Br through Karatsuba's P3 - P1 - P2.  On every tile that
+    the host launches or the sweep tries, where its shared memory fits."""
+    import cupy
+    from bench.crossover import SWEEP_TILES
+    from ozaki.backends import cupy_backend, kernel_tables
+    import math
+    builds = crt_mma_on(monkeypatch)
+    ps = [int(p) for p in crt.moduli(m)]
+    P = math.prod(ps)
+    half = (P * 2 ** 19 - P) // 2 ** 21                   # X, Y within half the bound
+    rows, cols = 70, 96
+    rnd = np.random.default_rng(rng.integers(2 ** 32))
+
+    def ints(count):
+        v = [half, -half, 0, 1, -1] + [int(x) for x in rnd.integers(-2 ** 62, 2 ** 62, count - 5)]
+        return [x % (2 * half + 1) - half if abs(x) > half else x for x in v]
+
+    def residues(values, kp=16):
+        r = np.zeros((m, len(values[0]), kp), dtype=np.int8)
+        for i, p in enumerate(ps):
+            for col, vs in enumerate(values):
+                for j, v in enumerate(vs):
+                    s = v % p
+                    s = s - p if 2 * s > p else s
+                    r[i, j, col] = -128 if s == 128 else s
+        return cupy.asarray(r)
+
+    X, X2, Y = ints(rows), ints(rows), ints(cols)
+    ones_r, ones_c = [1] * rows, [1] * cols
+    if parts == 1:
+        ra = [[residues([X, ones_r])]]
+        rb = [[residues([ones_c, Y])]]
+        want = [[[x + y for y in Y] for x in X]]
+    else:
+        ra = [[residues([X, ones_r])], [residues([X2, ones_r])], [residues([[a + b for a, b in zip(X, X2)], [2] * rows])]]
+        rb = [[residues([ones_c, Y])], [residues([[0] * cols, [0] * cols])], [residues([ones_c, Y])]]
+        want = [[[x + y for y in Y] for x in X], [[x + y for y in Y] for x in X2]]
+    ba = rnd.integers(-1100, -100, rows)
+    bb = rnd.integers(-80, 0, cols)
+    ba[:3] = -1150                                        # some results subnormal
+    tiles = sorted(set(kernel_tables.FUSED_TILES["short"] + kernel_tables.FUSED_TILES["long"]) | set(SWEEP_TILES))
+    nout = 2 if parts == 3 else 1
+    expected = [[[_rounded(want[o][i][j], int(ba[i] + bb[j])) for j in range(cols)] for i in range(rows)]
+                for o in range(nout)]
+    tried = 0
+    for tile in tiles:
+        skew = cupy_backend._res_skew(nout, 1, m)
+        if cupy_backend._fused_shared(tile, m * nout, skew) > cupy_backend.SHARED_MAX:
+            continue
+        monkeypatch.setattr(cupy_backend, "FUSED_TILES", {"short": (tile,), "long": (tile,)})
+        got = cupy_backend.fused_product(ra, rb, [0], m, cupy.asarray(ba), cupy.asarray(bb), residual=True)
+        tried += 1
+        assert builds[-1].get("CRT_MMA") == 1 and builds[-1]["BM"] == tile[0]
+        for o in range(nout):
+            out, rho = cupy.asnumpy(got[o])[0], cupy.asnumpy(got[nout + o])[0]
+            for i in range(rows):
+                for j in range(cols):
+                    r, res = expected[o][i][j]
+                    assert out[i, j] == r and (np.signbit(out[i, j]) == np.signbit(r)), (tile, o, i, j)
+                    if not np.isnan(rho[i, j]):
+                        assert rho[i, j] == res, (tile, o, i, j)
+                    else:                                 # NaN only where the residual is not formed
+                        assert abs(r) < 2.0 ** -1022
+    assert tried >= 2
+
+
+@pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
+def test_crt_on_tensor_cores_same_bits(rng, monkeypatch, mode):
+    """ozaki.matmul with crt_mma on gives the CPU's bits: a stack with a broadcast operand and
+    specials, complex, float32, a long inner dimension, 8 to 32 moduli."""
+    import cupy
+    builds = crt_mma_on(monkeypatch)
+    A = inputs.wide(rng, (9, 33, 70), 10)
+    B = inputs.sprinkle_zeros(rng, inputs.wide(rng, (1, 70, 65), 10))
+    A[3] = inputs.sprinkle_specials(rng, A[3])
+    cases = [(A, B, {}), (inputs.wide(rng, (40, 3000), 4), inputs.wide(rng, (3000, 64), 4), {})]
+    Z = inputs.normal(rng, (30, 16, 40)) + 1j * inputs.normal(rng, (30, 16, 40))
+    W = inputs.normal(rng, (40, 33)) - 1j * inputs.normal(rng, (40, 33))
+    cases.append((Z, W, {}))
+    cases.append((A.astype(np.float32), B.astype(np.float32), {}))
+    if mode != "exact":
+        cases += [(A, B, {"num_moduli": nm}) for nm in (8, 17, 25, 32)]
+    for X, Y, kw in cases:
+        cpu = ozaki.matmul(X, Y, mode=mode, **kw)
+        with ozaki.config(path="fused"):
+            gpu = cupy.asnumpy(ozaki.matmul(cupy.asarray(X), cupy.asarray(Y), mode=mode, **kw))
+        assert same_bits(cpu, gpu), (X.shape, Y.shape, kw)
+    if mode != "exact":
+        assert any(b.get("CRT_MMA") == 1 for b in builds)

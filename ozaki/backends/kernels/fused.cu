@@ -272,11 +272,11 @@ __device__ __forceinline__ void store_residues(const int (&x)[MT][NT][4], int i,
 // (D_4l + 2**8 D_4l+1) + 2**16 (D_4l+2 + 2**8 D_4l+3) (|S_l| < 2**44) go to crt_lift as the
 // float64 sums of the other step do: the same lifted value, hence the same bits.  It takes
 // one slice pair (the Kulisch accumulator's shifts stay on the other step), rows of 32
-// outputs (BN % 32 == 0) and a warp's 32 x DROW int32 of digit sums per output part in the
-// idle pipeline buffers; any other tile keeps the float64 sums.
+// outputs (BN % 32 == 0) and a warp's 32 x DROW int32 of digit sums (one output part at a
+// time) in the idle pipeline buffers; any other tile keeps the float64 sums.
 #define DROW (CRT_ND + 2)               // a row of digit sums: int2 stores and loads without bank conflicts
 #if NPAIRS == 1 && NMOD <= 32 && BN % 32 == 0 && CRT_KM >= NMOD \
-    && (THREADS / 32) * NOUT * 32 * DROW * 4 <= STAGES * (BM + BN) * ROW
+    && (THREADS / 32) * 32 * DROW * 4 <= STAGES * (BM + BN) * ROW
 #define CRT_ON_TENSOR_CORES
 #endif
 #endif
@@ -527,14 +527,14 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
     for (int nt = 0; nt < CRT_ND / 8; ++nt)
 #pragma unroll
         for (int kr = 0; kr < CRT_KM / 16; ++kr) bfrag[nt][kr] = CRT_BFRAG[nt][kr][lane];
-    int* scratch = reinterpret_cast<int*>(pipe) + warp * NOUT * 32 * DROW;
+    int* scratch = reinterpret_cast<int*>(pipe) + warp * 32 * DROW;
     for (int chunk = warp; chunk < BM * BN / 32; chunk += THREADS / 32) {
         const int r = chunk * 32 / BN, c0 = chunk * 32 - r * BN;
         long long acc_l[NOUT][LACC];
 #pragma unroll
         for (int o = 0; o < NOUT; ++o) {
             double S[LP];
-            crt_sum_mma(res, o, r, c0, lane, bfrag, scratch + o * 32 * DROW, S);
+            crt_sum_mma(res, o, r, c0, lane, bfrag, scratch, S);
 #pragma unroll
             for (int l = 0; l < LACC; ++l) acc_l[o][l] = 0;
             crt_lift<CRT_LD>(S, acc_l[o], 0);
