@@ -302,6 +302,7 @@ def test_crt_on_tensor_cores_exact_integers(rng, monkeypatch, m, parts):
     from bench.crossover import SWEEP_TILES
     from ozaki.backends import cupy_backend, kernel_tables
     import math
+    import random
     builds = crt_mma_on(monkeypatch)
     ps = [int(p) for p in crt.moduli(m)]
     P = math.prod(ps)
@@ -309,9 +310,11 @@ def test_crt_on_tensor_cores_exact_integers(rng, monkeypatch, m, parts):
     rows, cols = 70, 96
     rnd = np.random.default_rng(rng.integers(2 ** 32))
 
-    def ints(count):
-        v = [half, -half, 0, 1, -1] + [int(x) for x in rnd.integers(-2 ** 62, 2 ** 62, count - 5)]
-        return [x % (2 * half + 1) - half if abs(x) > half else x for x in v]
+    draw = random.Random(int(rnd.integers(2 ** 62)))
+
+    def ints(count):                                      # the extremes, then spread over every size
+        return [half, -half, 0, 1, -1] + [draw.randint(-half, half) >> draw.randrange(P.bit_length())
+                                          for _ in range(count - 5)]
 
     def residues(values, kp=16):
         r = np.zeros((m, len(values[0]), kp), dtype=np.int8)
