@@ -206,12 +206,10 @@
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
 #   s29a      the fused kernel's CRT on the tensor cores (NEW_KERNELS crt_mma): its GPU tests (the
-#             defaults), the graphs' and, with OZAKI_NEW_KERNELS=all, the int32 limits' and two words'
-#             at once; the small stacks and 1024^2 without and with it in turns, on "auto" and on the
-#             fused path; exact-mode stacks through graphs; the tile sweep on the small stacks with
-#             it; the stack 4096 x 64^2's kernels under ncu with it; issue 11's tables without fp8
-#             with it, if its tests passed (stage limits add up to about 940 s, past a call's 600:
-#             the stages a call reaches come back)
+#             defaults), the graphs' (the miss rule) and, with OZAKI_NEW_KERNELS=all, the int32 limits'
+#             and two words' at once; the small stacks and 1024^2 without and with it in turns, on
+#             "auto" and on the fused path; the tile sweep on the small stacks with it; the stack
+#             4096 x 64^2's kernels under ncu with it (about 520 s)
 #   s27a      exact-mode stacks through graphs (pieces of a power of two matrices): the graph, stack
 #             and FFT same-bits tests, the exact stacks through graphs and eager; fused_int_mod's
 #             tests and its timings against the defaults in turns; FFT cubes 128 and 256, issue
@@ -665,24 +663,17 @@ elif [ "$profile" = s27a ]; then
     issue11_tables nofp8            # last: what a short device budget cuts
 elif [ "$profile" = s29a ]; then
     with_crt_mma=$(new_kernels +crt_mma)
-    ( unset OZAKI_NEW_KERNELS; gpu_tests gpu_crt_mma 150 tests/backends/test_fused.py -k "crt_on_tensor_cores" ) &
+    ( unset OZAKI_NEW_KERNELS; gpu_tests gpu_crt_mma 200 tests/backends/test_fused.py -k "crt_on_tensor_cores" ) &
     gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
     OZAKI_NEW_KERNELS=all gpu_tests gpu_limits 150 tests/backends/test_fused.py -k "int32_limits or two_words" &
     wait
-    # the CRT on the tensor cores against the defaults, in turns: on "auto", then on the fused path
-    crt_args=(--sizes 1024 --shapes 4096x64x64x64 1024x128x128x128 256x256x256x256 --families normal --no-emulated
-              --samples 4 --modes accurate)
-    with_and_without crt_mma 45 "${crt_args[@]}"
-    with_and_without crt_mma:fused 45 "${crt_args[@]}" --paths fused
-    stage exact_stacks 60 python3 -m bench.graph_probe --exact-stacks 4096x64 256x64 64x128
-    stage sweep_short 90 env OZAKI_NEW_KERNELS="$with_crt_mma" python3 -m bench.crossover --sweep --max-work 2.2e9 \
+    # the CRT on the tensor cores against the defaults, in turns, on "auto" and on the fused path (256 x 256^2:
+    # whether the fused kernel now wins it, FUSED_AUTO_SIDE)
+    with_and_without crt_mma 40 --sizes 1024 --shapes 4096x64x64x64 1024x128x128x128 256x256x256x256 --families normal \
+        --no-emulated --samples 4 --modes accurate --paths auto fused
+    stage sweep_short 70 env OZAKI_NEW_KERNELS="$with_crt_mma" python3 -m bench.crossover --sweep --max-work 2.2e9 \
         --cases stack --out "$W/sweep_short.json"
     OZAKI_NEW_KERNELS=$with_crt_mma ncu_calls "stack 4096x64"
-    # last, and only where its tests passed: issue 11's tables with it
-    if [ -f "$W/gpu_crt_mma.xml" ] && grep -q 'failures="0"' "$W/gpu_crt_mma.xml" \
-        && grep -q 'errors="0"' "$W/gpu_crt_mma.xml"; then
-        OZAKI_NEW_KERNELS=$with_crt_mma issue11_tables nofp8
-    fi
 elif [ "$profile" = s26e ]; then
     gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
     gpu_tests gpu_two_words 150 tests/backends/test_fused.py tests/backends/test_cupy_backend.py -k "two_words \
