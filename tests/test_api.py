@@ -6,11 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 import ozaki
 from ozaki import reference
-
-
-def same_bits(x, y):
-    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
-    return x.shape == y.shape and x.dtype == y.dtype and np.array_equal(x.view(np.uint8), y.view(np.uint8))
+from tests.bits import same_bits
 
 
 def exact_np(a, b):

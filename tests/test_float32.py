@@ -17,13 +17,9 @@ import ozaki
 from ozaki import reference, scheme
 from ozaki.backends import numpy_backend
 from tests import inputs
+from tests.bits import same_bits
 
 F32 = np.float32
-
-
-def same_bits(x, y):
-    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
-    return x.shape == y.shape and x.dtype == y.dtype and np.array_equal(x.view(np.uint8), y.view(np.uint8))
 
 
 def exact32(A, B):

@@ -7,16 +7,12 @@ import pytest
 import ozaki
 from ozaki import reference, scheme
 from tests import inputs
+from tests.bits import same_bits
 
 pytestmark = pytest.mark.gpu
 
 F32 = np.float32
 PATHS = ["fused", "cublas"]
-
-
-def same_bits(x, y):
-    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
-    return x.shape == y.shape and x.dtype == y.dtype and np.array_equal(x.view(np.uint8), y.view(np.uint8))
 
 
 def f32(x):

@@ -7,13 +7,9 @@ import pytest
 import ozaki
 from ozaki import crt, reference, scheme
 from tests import inputs
+from tests.bits import same_bits
 
 pytestmark = pytest.mark.gpu
-
-
-def same_bits(x, y):
-    return x.shape == y.shape and x.dtype == y.dtype and np.array_equal(
-        np.ascontiguousarray(x).view(np.uint8), np.ascontiguousarray(y).view(np.uint8))
 
 
 def on_path(path, A, B, **kw):

@@ -5,13 +5,9 @@ import pytest
 
 import ozaki
 from tests import inputs
+from tests.bits import same_bits
 
 pytestmark = pytest.mark.gpu
-
-
-def same_bits(x, y):
-    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
-    return x.shape == y.shape and x.dtype == y.dtype and np.array_equal(x.view(np.uint8), y.view(np.uint8))
 
 
 def cases(rng):
