@@ -122,11 +122,11 @@ def plan_bound(m):
 
 
 @pytest.mark.parametrize("m", MODULI_COUNTS)
-def test_lift_of_the_digit_sums_is_exact(m):
+def test_lift_of_the_digit_sums_is_exact(rng, m):
     """Values at the plans' bound P/2 - P/2**20 (both signs), near zero and spread between,
     come back exactly through the kernel's arithmetic."""
     bound = plan_bound(m)
-    rnd = random.Random()
+    rnd = random.Random(int(rng.integers(2 ** 62)))
     values = [0, 1, -1, bound, -bound, bound - 1, -bound + 1, bound // 2, -(bound // 3)]
     values += [rnd.randint(-bound, bound) for _ in range(40)]
     for v in values:

@@ -52,6 +52,7 @@
 #define RES_SKEW 0
 #endif
 #define RES_AT(t) (res + (t) * (RES_TILE + RES_SKEW))      // residue tile t: (pair, modulus) * NOUT + part
+static_assert(RES_SKEW % 4 == 0, "the residue tiles' word loads and char2 stores stay aligned");
 #define NOUT (NIN == 3 ? 2 : 1)
 #define GROUPS (NPAIRS * NMOD * NIN)
 // Outputs a thread lifts at once in the CRT step (a divisor of its share; fewer
@@ -262,7 +263,10 @@ __device__ __forceinline__ void store_residues(const int (&x)[MT][NT][4], int i,
 }
 #endif
 
-#if defined(EPILOGUE_CRT) && defined(CRT_MMA) && defined(CRT_ND)
+#if defined(CRT_MMA) && !defined(CRT_ND)
+#error "CRT_MMA needs the CRT digits' tables (kernel_tables.constant_tables(m, crt=True, digits=True))"
+#endif
+#if defined(EPILOGUE_CRT) && defined(CRT_MMA)
 // The CRT sum on the tensor cores (cupy_backend: NEW_KERNELS crt_mma; the tables CRT_KM,
 // CRT_ND, CRT_LD and CRT_BFRAG from kernel_tables.crt_digit_source).  S = sum_i r_i c_i' is
 // an integer product: the int8 residues of 32 outputs (the rows) times the balanced
