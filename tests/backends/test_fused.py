@@ -352,7 +352,11 @@ def test_crt_on_tensor_cores_exact_integers(rng, monkeypatch, m, parts):
         got = cupy_backend.fused_product(ra, rb, [0], m, cupy.asarray(ba), cupy.asarray(bb), residual=True)
         tried += 1
         assert builds[-1].get("CRT_MMA") == 1 and builds[-1]["BM"] == tile[0]
+        # without residuals: the one rounding of the default builds (two words up to 16 moduli)
+        plain = cupy_backend.fused_product(ra, rb, [0], m, cupy.asarray(ba), cupy.asarray(bb))
+        assert builds[-1].get("CRT_MMA") == 1 and "RESIDUAL" not in builds[-1]
         for o in range(nout):
+            assert same_bits(cupy.asnumpy(plain[o]), cupy.asnumpy(got[o])), (tile, o)
             out, rho = cupy.asnumpy(got[o])[0], cupy.asnumpy(got[nout + o])[0]
             for i in range(rows):
                 for j in range(cols):
