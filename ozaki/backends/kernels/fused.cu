@@ -306,7 +306,7 @@ __device__ __forceinline__ void transpose_bytes(unsigned (&w)[4]) {
 // warp's own) so that lane u holds output u's.
 __device__ __forceinline__ void crt_sum_mma(const signed char* res, int o, int r, int c0, int lane,
                                             const unsigned (&bfrag)[CRT_ND / 8][CRT_KM / 16], int* scratch,
-                                            double (&S)[LP]) {
+                                            double (&S)[CRT_LD]) {
     const int gid = lane >> 2, tig = lane & 3;
     unsigned x[CRT_KM / 16][4];
 #pragma unroll
@@ -342,13 +342,9 @@ __device__ __forceinline__ void crt_sum_mma(const signed char* res, int o, int r
     __syncwarp();
     const int* mine = scratch + lane * DROW;
 #pragma unroll
-    for (int l = 0; l < LP; ++l) {
-        if (l < CRT_LD) {
-            int2 lo = *reinterpret_cast<const int2*>(mine + 4 * l), hi = *reinterpret_cast<const int2*>(mine + 4 * l + 2);
-            S[l] = fma(exact_double(hi.x + 256 * hi.y), 65536.0, exact_double(lo.x + 256 * lo.y));
-        } else {
-            S[l] = 0.0;
-        }
+    for (int l = 0; l < CRT_LD; ++l) {
+        int2 lo = *reinterpret_cast<const int2*>(mine + 4 * l), hi = *reinterpret_cast<const int2*>(mine + 4 * l + 2);
+        S[l] = fma(exact_double(hi.x + 256 * hi.y), 65536.0, exact_double(lo.x + 256 * lo.y));
     }
     __syncwarp();                                       // read before the next sum overwrites it
 }
@@ -537,7 +533,7 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
         long long acc_l[NOUT][LACC];
 #pragma unroll
         for (int o = 0; o < NOUT; ++o) {
-            double S[LP];
+            double S[CRT_LD];
             crt_sum_mma(res, o, r, c0, lane, bfrag, scratch, S);
 #pragma unroll
             for (int l = 0; l < LACC; ++l) acc_l[o][l] = 0;
