@@ -211,8 +211,9 @@
 #             "auto" and on the fused path; the tile sweep on the small stacks with it; the stack
 #             4096 x 64^2's kernels under ncu with it (about 520 s)
 #   s29b      after run b409ea8 (s29a; two test defects mended): crt_mma's GPU tests, and every test of
-#             test_fused.py with crt_mma on beside the defaults, at once; then, where both passed,
-#             issue 11's tables without fp8 with crt_mma on (about 450 s)
+#             test_fused.py with crt_mma on beside the defaults, at once; then, where both passed, the
+#             FFT's batches of 4096 x 512 and 4096 x 1024 direct and as six-step on the fused kernel
+#             with crt_mma, and issue 11's tables without fp8 with crt_mma on (about 450 s)
 #   s29c      s29b's tests alone (the device time left after failed starts: about 120 s)
 #   s27a      exact-mode stacks through graphs (pieces of a power of two matrices): the graph, stack
 #             and FFT same-bits tests, the exact stacks through graphs and eager; fused_int_mod's
@@ -688,7 +689,15 @@ elif [ "$profile" = s29b ] || [ "$profile" = s29c ]; then
     for f in gpu_crt_mma gpu_fused_crt_mma; do
         grep -q 'failures="0"' "$W/$f.xml" 2>/dev/null && grep -q 'errors="0"' "$W/$f.xml" || passed=0
     done
-    [ $passed = 1 ] && [ "$profile" = s29b ] && OZAKI_NEW_KERNELS=$with_crt_mma issue11_tables nofp8
+    if [ $passed = 1 ] && [ "$profile" = s29b ]; then
+        # the FFT's batches as six-step on the fused kernel with crt_mma (its k = 32 products) against
+        # the default (direct) plan; session 9 found six-step slower there, before graphs and crt_mma
+        stage fft_direct 40 python3 -m bench.fft --batches 4096x512 4096x1024 --sizes --repeats 5 \
+            --out "$W/fft_direct.json"
+        stage fft_six_step_fused 40 env OZAKI_NEW_KERNELS="$with_crt_mma" python3 -m bench.fft --batches 4096x512 \
+            4096x1024 --sizes --repeats 5 --epilogue 300 --path fused --out "$W/fft_six_step_fused.json"
+        OZAKI_NEW_KERNELS=$with_crt_mma issue11_tables nofp8
+    fi
 elif [ "$profile" = s26e ]; then
     gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
     gpu_tests gpu_two_words 150 tests/backends/test_fused.py tests/backends/test_cupy_backend.py -k "two_words \
