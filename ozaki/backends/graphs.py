@@ -256,8 +256,9 @@ def speculated(key, fn, *inputs):
     """``fn(*inputs)`` -> a tuple of device arrays: eager on the first calls of ``key``
     (and whenever graphs are off, or inside a capture or speculation), then by the graph
     captured for it, whose host reads are the recorded run's, checked (Speculation);
-    eager again where a check fails, and from then on where they fail often (MISS_FRACTION).  ``key`` holds everything the launches depend on
-    besides the data: shapes, dtypes, options, settings."""
+    eager again where a check fails, and from then on where they fail often (MISS_FRACTION).
+    ``key`` holds everything the launches depend on besides the data: shapes, dtypes,
+    options, settings."""
     if not ENABLED or capturing() or host.active() is not None:
         return tuple(fn(*inputs))
     key = key + (cupy.cuda.Device().id,)

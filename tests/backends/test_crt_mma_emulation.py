@@ -14,6 +14,7 @@ import pytest
 
 from ozaki import crt
 from ozaki.backends import kernel_tables as kt
+from tests import inputs
 
 MAGIC = 6755399441055744.0
 
@@ -96,8 +97,7 @@ def warp_crt(m, nout, tile, values, r, c0, o):
         for oo in range(nout):
             for c in range(BN):
                 v = values[oo][c]
-                s = v % p; s = s - p if 2 * s > p else s
-                smem[RES_AT(i * nout + oo) + r * RES_ROW + c] = s & 0xFF
+                smem[RES_AT(i * nout + oo) + r * RES_ROW + c] = int(inputs.symmetric_residues(v, int(p))) & 0xFF
     src = kt.crt_digit_source(m)
     KM = int(src.split('#define CRT_KM ')[1].split()[0]); ND = int(src.split('#define CRT_ND ')[1].split()[0])
     LD = int(src.split('#define CRT_LD ')[1].split()[0])

@@ -315,14 +315,11 @@ def test_crt_on_tensor_cores_exact_integers(rng, monkeypatch, m, parts):
         return [half, -half, 0, 1, -1] + [draw.randint(-half, half) >> draw.randrange(P.bit_length())
                                           for _ in range(count - 5)]
 
-    def residues(values, kp=16):
+    def residues(values, kp=16):                          # values[col][row] -> int8 (m, rows, kp)
         r = np.zeros((m, len(values[0]), kp), dtype=np.int8)
-        for i, p in enumerate(ps):
-            for col, vs in enumerate(values):
-                for j, v in enumerate(vs):
-                    s = v % p
-                    s = s - p if 2 * s > p else s
-                    r[i, j, col] = -128 if s == 128 else s
+        for col, vs in enumerate(values):
+            r[:, :, col] = inputs.symmetric_residues(np.array(vs, dtype=object)[None, :],
+                                                     np.array(ps)[:, None]).astype(np.int8)
         return cupy.asarray(r)
 
     X, X2, Y = ints(rows), ints(rows), ints(cols)
@@ -332,13 +329,14 @@ def test_crt_on_tensor_cores_exact_integers(rng, monkeypatch, m, parts):
         rb = [[residues([ones_c, Y])]]
         want = [[[x + y for y in Y] for x in X]]
     else:
-        ra = [[residues([X, ones_r])], [residues([X2, ones_r])], [residues([[a + b for a, b in zip(X, X2)], [2] * rows])]]
+        ra = [[residues([X, ones_r])], [residues([X2, ones_r])],
+              [residues([[a + b for a, b in zip(X, X2)], [2] * rows])]]
         rb = [[residues([ones_c, Y])], [residues([[0] * cols, [0] * cols])], [residues([ones_c, Y])]]
         want = [[[x + y for y in Y] for x in X], [[x + y for y in Y] for x in X2]]
     ba = rnd.integers(-1100, -100, rows)
     bb = rnd.integers(-80, 0, cols)
     ba[:3] = -1150                                        # some results subnormal
-    one_warp_row = [t for t in SWEEP_TILES if t[3] == 1]             # warps side by side: (32, 32, 1, 1), (64, 32, 2, 1)
+    one_warp_row = [t for t in SWEEP_TILES if t[3] == 1]      # warps side by side: (32, 32, 1, 1), (64, 32, 2, 1)
     tiles = sorted(set(kernel_tables.FUSED_TILES["short"] + kernel_tables.FUSED_TILES["long"]) | set(one_warp_row))
     nout = 2 if parts == 3 else 1
     expected = np.array([[[_rounded(want[o][i][j], int(ba[i] + bb[j])) for j in range(cols)] for i in range(rows)]
@@ -390,6 +388,7 @@ def test_crt_on_tensor_cores_same_bits(rng, monkeypatch, mode):
         assert same_bits(cpu, gpu), (X.shape, Y.shape, kw)
         # one slice pair of at most 32 moduli (fast and accurate mode) runs it; exact mode's pairs do not
         products = [b for b in builds if "EPILOGUE_CRT" in b]     # (exact mode may leave the fused path)
-        assert (products or mode == "exact") and all((b.get("CRT_MMA") == 1) == (b["NPAIRS"] == 1 and b["NMOD"] <= 32) for b in products)
+        assert products or mode == "exact"
+        assert all((b.get("CRT_MMA") == 1) == (b["NPAIRS"] == 1 and b["NMOD"] <= 32) for b in products)
         if mode != "exact":
             assert all(b.get("CRT_MMA") == 1 for b in products), (X.shape, kw)

@@ -13,6 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 from ozaki import crt
 from ozaki.backends import kernel_tables
+from tests import inputs
 from tests.backends import host_build
 
 MODULI_COUNTS = list(range(1, kernel_tables.CRT_DIGITS_MAX_MODULI + 1))
@@ -105,14 +106,8 @@ def lifted(residues, m):
 
 
 def residues_of(value, m):
-    """The symmetric residues the fused kernel keeps (|r| <= p / 2; +128 mod 256 is int8 -128)."""
-    out = []
-    for p in crt.moduli(m):
-        p = int(p)
-        r = value % p
-        r = r - p if 2 * r > p else r
-        out.append(-128 if r == 128 else r)
-    return out
+    """The symmetric residues the fused kernel keeps (int8: 128 mod 256 is -128)."""
+    return [int(r) for r in inputs.symmetric_residues(value, [int(p) for p in crt.moduli(m)])]
 
 
 def plan_bound(m):
