@@ -205,6 +205,11 @@
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
+#   s30a      crt_mma's GPU tests and every test of test_fused.py with it on (as s29b), the graphs' tests
+#             (replays over the caller's own inputs) at once; then, where crt_mma's passed, the tile sweep on
+#             the small stacks with it (3 and 2 pipeline stages on the short tile), the stacks with graphs'
+#             direct inputs off and on in turns (crt_mma on), and issue 11's tables without fp8 with
+#             crt_mma on (about 560 s)
 #   s29a      the fused kernel's CRT on the tensor cores (NEW_KERNELS crt_mma): its GPU tests (the
 #             defaults), the graphs' (the miss rule) and, with OZAKI_NEW_KERNELS=all, the int32 limits'
 #             and two words' at once; the small stacks and 1024^2 without and with it in turns, on
@@ -246,7 +251,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a|s29a|s29b|s29c) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a|s29a|s29b|s29c|s30a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -697,6 +702,29 @@ elif [ "$profile" = s29b ] || [ "$profile" = s29c ]; then
         stage fft_six_step_fused 40 env OZAKI_NEW_KERNELS="$with_crt_mma" python3 -m bench.fft --batches 4096x512 \
             4096x1024 --sizes --repeats 5 --epilogue 300 --path fused --out "$W/fft_six_step_fused.json"
         OZAKI_NEW_KERNELS=$with_crt_mma issue11_tables nofp8
+    fi
+elif [ "$profile" = s30a ]; then
+    with_crt_mma=$(new_kernels +crt_mma)
+    ( unset OZAKI_NEW_KERNELS; gpu_tests gpu_crt_mma 200 tests/backends/test_fused.py -k "crt_on_tensor_cores" ) &
+    OZAKI_NEW_KERNELS=$with_crt_mma gpu_tests gpu_fused_crt_mma 200 tests/backends/test_fused.py \
+        tests/backends/test_cupy_float32.py -k "not crt_on_tensor_cores" &
+    gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
+    wait
+    passed=1
+    for f in gpu_crt_mma gpu_fused_crt_mma; do
+        grep -q 'failures="0"' "$W/$f.xml" 2>/dev/null && grep -q 'errors="0"' "$W/$f.xml" || passed=0
+    done
+    if [ $passed = 1 ]; then
+        export OZAKI_NEW_KERNELS=$with_crt_mma
+        stage sweep_short 70 python3 -m bench.crossover --sweep --max-work 2.2e9 --cases stack --out "$W/sweep_short.json"
+        for turn in 1 2; do     # the graphs' replays over the caller's own inputs (no copy in) against the copy
+            for direct in 0 1; do
+                stage "gemm_direct${direct}_$turn" 35 env OZAKI_GRAPH_DIRECT_INPUTS=$direct python3 -m bench.gemm \
+                    --sizes 1024 --shapes 4096x64x64x64 1024x128x128x128 --families normal --no-emulated \
+                    --samples 4 --modes accurate --out "$W/gemm_direct${direct}_$turn.json"
+            done
+        done
+        issue11_tables nofp8
     fi
 elif [ "$profile" = s26e ]; then
     gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
