@@ -208,8 +208,10 @@
 #   s30a      crt_mma's GPU tests and every test of test_fused.py with it on (as s29b), the graphs' tests
 #             (replays over the caller's own inputs) at once; then, where crt_mma's passed, the tile sweep on
 #             the small stacks with it (3 and 2 pipeline stages on the short tile), the stacks with graphs'
-#             direct inputs off and on in turns (crt_mma on), and issue 11's tables without fp8 with
-#             crt_mma on (about 560 s)
+#             direct inputs off and on in turns (crt_mma on), and the FFT's batches direct and as six-step
+#             on the fused kernel with crt_mma (about 450 s)
+#   s30b      issue 11's tables without fp8 and issue 16's (cubes 256, 512, rfftn 512, the batch of
+#             4096 x 1024, 2^16, 2^20, 2^24) at the defaults (about 330 s)
 #   s29a      the fused kernel's CRT on the tensor cores (NEW_KERNELS crt_mma): its GPU tests (the
 #             defaults), the graphs' (the miss rule) and, with OZAKI_NEW_KERNELS=all, the int32 limits'
 #             and two words' at once; the small stacks and 1024^2 without and with it in turns, on
@@ -251,7 +253,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a|s29a|s29b|s29c|s30a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a|s29a|s29b|s29c|s30a|s30b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -724,8 +726,17 @@ elif [ "$profile" = s30a ]; then
                     --samples 4 --modes accurate --out "$W/gemm_direct${direct}_$turn.json"
             done
         done
-        issue11_tables nofp8
+        # the FFT's batches as six-step on the fused kernel with crt_mma (its k = 32 products) against the
+        # default (direct) plan (session 9 found six-step slower there, before graphs and crt_mma)
+        stage fft_direct 40 python3 -m bench.fft --batches 4096x512 4096x1024 --sizes --repeats 5 \
+            --out "$W/fft_direct.json"
+        stage fft_six_step_fused 40 python3 -m bench.fft --batches 4096x512 4096x1024 --sizes --repeats 5 \
+            --epilogue 300 --path fused --out "$W/fft_six_step_fused.json"
     fi
+elif [ "$profile" = s30b ]; then     # issue 11's tables without fp8 and issue 16's, at the current defaults
+    issue11_tables nofp8
+    stage fft_table 100 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
+        --sizes 65536 1048576 16777216 --repeats 3 --out "$W/fft_table.json"
 elif [ "$profile" = s26e ]; then
     gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
     gpu_tests gpu_two_words 150 tests/backends/test_fused.py tests/backends/test_cupy_backend.py -k "two_words \
