@@ -720,6 +720,7 @@ elif [ "$profile" = s30a ]; then
         export OZAKI_NEW_KERNELS=$with_crt_mma
         stage sweep_short 70 python3 -m bench.crossover --sweep --max-work 2.2e9 --cases stack --out "$W/sweep_short.json"
         for turn in 1 2; do     # the graphs' replays over the caller's own inputs (no copy in) against the copy
+            grep -q OZAKI_GRAPH_DIRECT_INPUTS ozaki/backends/graphs.py || break
             for direct in 0 1; do
                 stage "gemm_direct${direct}_$turn" 35 env OZAKI_GRAPH_DIRECT_INPUTS=$direct python3 -m bench.gemm \
                     --sizes 1024 --shapes 4096x64x64x64 1024x128x128x128 --families normal --no-emulated \
