@@ -100,6 +100,30 @@ def test_replays_from_threads(rng, graphs):
     assert len(graphs._graphs) == 1, "the shape was not captured"
 
 
+def test_the_same_arrays_again_replay_directly(rng, graphs):
+    """A stack called again with the same device arrays replays the direct graph over them
+    (no copy in, graphs.DIRECT): the CPU's bits while they hold one stack, after they are
+    overwritten in place (specials included), and for fresh arrays after them."""
+    import cupy
+    pairs = draws(rng, (33, 17, 40), (33, 40, 9), False, 5)
+    dA, dB = cupy.asarray(pairs[0][0]), cupy.asarray(pairs[0][1])
+
+    def check(A, B, dA, dB, calls):
+        for c in range(calls):
+            cpu = ozaki.matmul(A, B, mode="accurate")
+            assert same_bits(cpu, cupy.asnumpy(ozaki.matmul(dA, dB, mode="accurate"))), c
+    check(*pairs[0], dA, dB, 5)         # eager, the capture, the direct capture, two direct replays
+    assert graphs.stats["direct_captured"] == 1 and graphs.stats["direct"] == 3, (
+        dict(graphs.stats), graphs._refused)
+    for A, B in pairs[3:]:              # NaN/inf, then signed zeros, written into the same arrays
+        dA[...], dB[...] = cupy.asarray(A), cupy.asarray(B)
+        check(A, B, dA, dB, 2)
+    assert graphs.stats["direct"] == 7, dict(graphs.stats)
+    for A, B in pairs[1:3]:
+        check(A, B, cupy.asarray(A), cupy.asarray(B), 2)
+    assert len(graphs._graphs) == 1 and not graphs.stats["direct_failed"], dict(graphs.stats)
+
+
 def test_graphs_off_and_large_products_stay_eager(rng, graphs, monkeypatch):
     import cupy
     monkeypatch.setattr(graphs, "ENABLED", False)

@@ -6,10 +6,13 @@ cache keeps CACHE_ENTRIES shapes, least recently used dropped; graphs off, or a 
 capturing its own graph, run eagerly.  Host reads (host.read) inside a captured call are
 recorded by a first eager run, replayed to the capture with a device check each, and a
 replay whose check fails runs again eagerly; a key whose recent replays miss often
-(MISS_FRACTION) is dropped and stays eager.  The GPU tests (test_graphs.py,
+(MISS_FRACTION) is dropped and stays eager.  A graph whose inputs repeat on two replays in
+a row captures a direct graph over them, which later calls with them launch without the
+copy in (DIRECT_CAPTURES such captures at most).  The GPU tests (test_graphs.py,
 tests/fft/test_fft_graphs.py) check the bits."""
 
 import importlib.util
+import itertools
 import os
 import sys
 import types
@@ -65,9 +68,15 @@ def fake_cupy(rec):
         def is_capturing(self):
             return rec.capturing
 
+    addresses = itertools.count(1 << 20, 4096)
+
     class Array:
         def __init__(self, shape=(2, 2), dtype="f8", value=0):
             self.shape, self.dtype, self.value = shape, np.dtype(dtype), value
+            self.data = types.SimpleNamespace(ptr=next(addresses))     # a fresh allocation
+            self.nbytes = int(np.prod(shape, dtype=int)) * self.dtype.itemsize
+            self.strides = tuple(int(np.prod(shape[i + 1:], dtype=int)) * self.dtype.itemsize
+                                 for i in range(len(shape)))
 
         def __setitem__(self, key, value):
             rec.events.append("copy in")
@@ -87,13 +96,22 @@ def fake_cupy(rec):
         def fill(self, v):
             rec.events.append("clear missed")
 
+    class CUDARuntimeError(RuntimeError):
+        pass
+
+    def Memory(size):                   # cudaMalloc, out of memory
+        raise CUDARuntimeError("cudaErrorMemoryAllocation: out of memory")
+
     def elementwise(*args, **kwargs):
         return lambda *a: rec.events.append("check")
 
     cuda = types.SimpleNamespace(
         Stream=Stream, get_current_stream=lambda: Stream(),
-        MemoryPool=lambda: types.SimpleNamespace(malloc=None, total_bytes=lambda: rec.pool_bytes),
-        using_allocator=lambda malloc: Stream(), runtime=types.SimpleNamespace(streamCaptureModeRelaxed=2),
+        MemoryPool=lambda allocator: types.SimpleNamespace(malloc=None, total_bytes=lambda: rec.pool_bytes,
+                                                           allocator=allocator),
+        Memory=Memory, MemoryPointer=lambda mem, offset: mem,
+        using_allocator=lambda malloc: Stream(),
+        runtime=types.SimpleNamespace(streamCaptureModeRelaxed=2, CUDARuntimeError=CUDARuntimeError),
         Device=lambda: types.SimpleNamespace(id=0))
     pool = types.SimpleNamespace(free_all_blocks=lambda stream=None: None)
     return types.SimpleNamespace(cuda=cuda, get_default_memory_pool=lambda: pool, empty=lambda shape, dtype: Array(shape, dtype), int32="i4",
@@ -123,12 +141,11 @@ def finite_of(rec, Array, fail=False):
 
 def test_eager_then_one_capture_then_replays(graphs):
     g, rec, Array = graphs
-    A = Array()
     finite = finite_of(rec, Array)
     seen = []
     for _ in range(4):
         rec.events.clear()
-        C, found = g.replayed(("shape",), finite, A, A)
+        C, found = g.replayed(("shape",), finite, Array(), Array())     # fresh operands: copied in
         assert found == 0 and len(C) == 1
         seen.append(list(rec.events))
     assert seen[0] == ["finite", "get"]
@@ -181,16 +198,15 @@ def test_bytes_held_bound_the_cache(graphs, monkeypatch):
     stays even when it alone holds more."""
     g, rec, Array = graphs
     monkeypatch.setattr(g, "CACHE_BYTES", 250)
-    A = Array()
     finite = finite_of(rec, Array)
     for key, held in (("a", 100), ("b", 100), ("a", 100), ("c", 100)):
         rec.pool_bytes = held
         for _ in range(2):
-            g.replayed((key,), finite, A, A)
+            g.replayed((key,), finite, Array(), Array())    # fresh operands: none held
     assert list(g._graphs) == [("a", 0), ("c", 0)]
     rec.pool_bytes = 400
     for _ in range(2):
-        g.replayed(("d",), finite, A, A)
+        g.replayed(("d",), finite, Array(), Array())
     assert list(g._graphs) == [("d", 0)]
 
 
@@ -222,11 +238,10 @@ def reading(rec, Array, reads=1, bounds=None):
 
 def test_speculation_records_once_then_checks_on_the_device(graphs):
     g, rec, Array = graphs
-    x = Array()
     seen = []
     for _ in range(4):
         rec.events.clear()
-        assert len(g.speculated(("fft",), reading(rec, Array, 2), x)) == 1
+        assert len(g.speculated(("fft",), reading(rec, Array, 2), Array())) == 1
         seen.append(list(rec.events))
     assert seen[0] == ["call", "get", "get"]            # eager: plain reads
     capture = seen[1][seen[1].index("begin"):seen[1].index("end")]
@@ -238,12 +253,11 @@ def test_speculation_records_once_then_checks_on_the_device(graphs):
 
 def test_a_failed_check_runs_the_call_again_eagerly(graphs):
     g, rec, Array = graphs
-    x = Array()
     for _ in range(2):
-        g.speculated(("fft",), reading(rec, Array), x)
+        g.speculated(("fft",), reading(rec, Array), Array())
     rec.missed = 1
     rec.events.clear()
-    g.speculated(("fft",), reading(rec, Array), x)
+    g.speculated(("fft",), reading(rec, Array), Array())
     assert rec.events == ["copy in", "launch", "copy out", "missed read", "call", "get"]
 
 
@@ -375,3 +389,133 @@ def test_an_evicted_key_starts_its_misses_afresh(graphs, monkeypatch):
     replays_missing(g, rec, Array, [True] * 3)                   # eager, captured again: 2 replays
     assert g._replays[("fft", 0)] == (2, 2) and list(g._graphs) == [("fft", 0)]
     assert not g.stats["eager_misses"]
+
+
+def calls(g, rec, finite, operands, key=("shape",)):
+    """``g.replayed(key, finite, A, B)`` for each (A, B) of ``operands``: each call's events
+    and parts."""
+    seen, parts = [], []
+    for A, B in operands:
+        rec.events.clear()
+        C, _ = g.replayed(key, finite, A, B)
+        seen.append(list(rec.events))
+        parts.append(C)
+    return seen, parts
+
+
+REPLAY = ["copy in", "copy in", "launch", "copy out", "copy out", "get"]
+DIRECT_REPLAY = ["launch", "copy out", "copy out", "get"]
+
+
+def test_the_same_arrays_again_replay_without_the_copy_in(graphs):
+    """Two replays in a row over the same arrays: the next captures a direct graph over them
+    (a warm run and the capture, no copy in), which it and later calls launch as they are."""
+    g, rec, Array = graphs
+    A, B = Array(), Array((2, 3))
+    seen, _ = calls(g, rec, finite_of(rec, Array), [(A, B)] * 6)
+    assert seen[1][-6:] == REPLAY                                # the capture's call: copied in
+    assert seen[2].count("begin") == 1 and seen[2].count("finite") == 2 and "copy in" not in seen[2]
+    assert seen[2][-4:] == DIRECT_REPLAY
+    assert seen[3:] == [DIRECT_REPLAY] * 3
+    assert g.stats["direct_captured"] == 1 and g.stats["direct"] == 4 and g.stats["replayed"] == 5
+    (graph,) = g._graphs.values()
+    assert graph.direct.inputs == (A, B)                         # held: their memory stays theirs
+
+
+def test_fresh_arrays_are_always_copied_in(graphs):
+    g, rec, Array = graphs
+    seen, _ = calls(g, rec, finite_of(rec, Array), [(Array(), Array()) for _ in range(8)])
+    assert seen[2:] == [REPLAY] * 6
+    assert not g.stats["direct_captured"] and not g.stats["direct"]
+    (graph,) = g._graphs.values()
+    assert graph.direct is None
+
+
+def test_direct_captures_are_bounded(graphs):
+    """Two sets of operands taking turns in pairs: each pair captures a direct graph for
+    its set, replacing the other's, DIRECT_CAPTURES times; then only the last one's set
+    replays directly.  Taking turns call by call captures none."""
+    g, rec, Array = graphs
+    X, Y = (Array(), Array()), (Array(), Array())
+    seen, _ = calls(g, rec, finite_of(rec, Array), [X, X, Y, Y] * 6)
+    assert g.DIRECT_CAPTURES == 4 and g.stats["direct_captured"] == g.DIRECT_CAPTURES
+    assert sum(events.count("begin") for events in seen) == 1 + g.DIRECT_CAPTURES
+    (graph,) = g._graphs.values()
+    assert graph.direct.inputs == X     # the pairs after the first captured for Y, X, Y, X
+    assert seen[-4:] == [DIRECT_REPLAY] * 2 + [REPLAY] * 2
+    g.clear()
+    seen, _ = calls(g, rec, finite_of(rec, Array), [X, Y] * 6)
+    assert not g.stats["direct_captured"] and seen[2:] == [REPLAY] * 10
+
+
+def test_a_failed_direct_capture_replays_the_copy_in_graph(graphs):
+    """A direct capture that raises: the call replays the copy-in graph (its outputs), and
+    the graph never tries a direct capture again."""
+    g, rec, Array = graphs
+    made = itertools.count()
+    rec.fail = False
+
+    def finite(a, b):
+        if rec.fail and rec.in_capture:
+            raise RuntimeError("not capturable over these")
+        return [Array(value=next(made))], Array((), "i4")
+    A, B = Array(), Array()
+    calls(g, rec, finite, [(A, B)] * 2)
+    (graph,) = g._graphs.values()
+    rec.fail = True
+    seen, parts = calls(g, rec, finite, [(A, B)])
+    assert seen[0].count("begin") == 1 and seen[0][-6:] == REPLAY
+    assert parts[0][0].value == graph.outputs[0].value
+    assert "RuntimeError" in graph.direct_failed and g.stats["direct_failed"] == 1
+    rec.fail = False
+    seen, parts = calls(g, rec, finite, [(A, B)] * 3)
+    assert seen == [REPLAY] * 3 and all(C[0].value == graph.outputs[0].value for C in parts)
+    assert not g.stats["direct_captured"] and not g.stats["direct"] and graph.direct is None
+
+
+def test_direct_graphs_off(graphs, monkeypatch):
+    g, rec, Array = graphs
+    monkeypatch.setattr(g, "DIRECT", False)
+    A, B = Array(), Array()
+    seen, _ = calls(g, rec, finite_of(rec, Array), [(A, B)] * 6)
+    assert seen[2:] == [REPLAY] * 4 and not g.stats["direct_captured"] and not g.stats["direct"]
+
+
+def test_a_direct_graph_counts_its_pool_and_held_arrays(graphs):
+    """The direct capture's growth of the pool and the caller's arrays it holds count in the
+    graph's bytes (CACHE_BYTES)."""
+    g, rec, Array = graphs
+    A, B = Array((4, 8)), Array((8, 16))
+    rec.pool_bytes = 1000
+    calls(g, rec, finite_of(rec, Array), [(A, B)] * 2)
+    (graph,) = g._graphs.values()
+    assert graph.nbytes == 1000 and graph.direct is None
+    rec.pool_bytes = 1200                                       # the direct graph's outputs
+    calls(g, rec, finite_of(rec, Array), [(A, B)])
+    assert graph.direct is not None and graph.nbytes == 1200 + 32 * 8 + 128 * 8
+
+
+def test_a_failed_check_after_a_direct_replay_runs_the_call_again_eagerly(graphs):
+    g, rec, Array = graphs
+    x = Array()
+    for _ in range(3):                  # eager, the capture, the direct capture
+        g.speculated(("fft",), reading(rec, Array), x)
+    assert g.stats["direct_captured"] == 1
+    rec.missed = 1
+    rec.events.clear()
+    g.speculated(("fft",), reading(rec, Array), x)
+    assert rec.events == ["launch", "copy out", "missed read", "call", "get"]
+    assert g.stats["direct"] == 2 and g.stats["missed"] == 1 and g.stats["replayed"] == 2
+
+
+def test_a_captured_graphs_pool_keeps_its_free_blocks(graphs):
+    """A cudaMalloc failing in a graph's pool once the graph is captured raises MemoryError,
+    not the CUDARuntimeError on which CuPy's pool would release its free blocks (the captured
+    kernels' intermediates) before the direct capture's fallback replays over them."""
+    g, rec, Array = graphs
+    calls(g, rec, finite_of(rec, Array), [(Array(), Array())] * 2)
+    (graph,) = g._graphs.values()
+    with pytest.raises(MemoryError):
+        graph.pool.allocator(1 << 20)
+    with pytest.raises(g.cupy.cuda.runtime.CUDARuntimeError):     # before: CuPy's own retry
+        g._pool_malloc([False])(1 << 20)
