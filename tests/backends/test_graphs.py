@@ -119,9 +119,10 @@ def test_the_same_arrays_again_replay_directly(rng, graphs):
         dA[...], dB[...] = cupy.asarray(A), cupy.asarray(B)
         check(A, B, dA, dB, 2)
     assert graphs.stats["direct"] == 7, dict(graphs.stats)
-    for A, B in pairs[1:3]:
+    for A, B in pairs[1:3]:             # fresh arrays, each pair called twice: copied in, then captured over
         check(A, B, cupy.asarray(A), cupy.asarray(B), 2)
     assert len(graphs._graphs) == 1 and not graphs.stats["direct_failed"], dict(graphs.stats)
+    assert graphs.stats["direct_captured"] == 3 and graphs.stats["direct"] == 9, dict(graphs.stats)
 
 
 def test_graphs_off_and_large_products_stay_eager(rng, graphs, monkeypatch):
