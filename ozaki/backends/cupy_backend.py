@@ -507,11 +507,15 @@ def flags_found(flags_a, flags_b, host=True):
 #                     381 -> 240 static instructions an output; ncu: 665 instructions an output
 #                     against 878; the stack of 4096 x 64^2 1.64 / 1.66 -> 1.46 / 1.50 ms, 1024 x
 #                     128^2 1.82 / 1.83 -> 1.62 / 1.67 (two turns, the same bits as the cutlass path)
+#                     (run b409ea8, H100); on since run 9743382 (H100): its 15 GPU tests and the
+#                     179 of test_fused.py and test_cupy_float32.py with it on passed, then every
+#                     GPU test with it in the defaults
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
                "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced", "residue_int_mod",
                "two_words", "fused_int_mod", "crt_mma")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "byte_convert", "pairs_in_place",
-                  "residue_quarters", "quarter_products", "byte_unreduced", "residue_int_mod", "two_words")
+                  "residue_quarters", "quarter_products", "byte_unreduced", "residue_int_mod", "two_words",
+                  "crt_mma")
 
 
 def _new_kernel(name):

@@ -266,7 +266,7 @@ def crt_mma_on(monkeypatch):
     """NEW_KERNELS crt_mma on beside the defaults; returns the defines of every fused.cu build
     compiled from then on, so that a test can assert that CRT_MMA was asked for."""
     from ozaki.backends import cupy_backend
-    monkeypatch.setenv("OZAKI_NEW_KERNELS", ",".join(cupy_backend.NEW_KERNELS_ON + ("crt_mma",)))
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", ",".join(dict.fromkeys(cupy_backend.NEW_KERNELS_ON + ("crt_mma",))))
     builds = []
     real = cupy_backend._kernel
 

@@ -1,0 +1,65 @@
+"""Replayed products with the graph's input copies and without (graphs.DIRECT), in turns.
+
+A product that replays as a CUDA graph copies its inputs into the graph's buffers, unless
+the caller passes the very arrays of its last call (graphs' direct graphs).  This times
+``ozaki.matmul`` on the same device arrays call after call both ways, in one process:
+each turn clears the graph cache, sets graphs.DIRECT, and takes the median of CUDA-event
+timings after warm-up calls (which include the captures).
+
+    python -m bench.graph_inputs --shapes 4096x64x64x64 1x1024x1024x1024 --turns 3
+"""
+
+import argparse
+
+import numpy as np
+
+from bench import common
+
+
+def shape_spec(text):
+    batch, m, k, n = (int(v) for v in text.split("x"))
+    return batch, m, k, n
+
+
+def run(shapes, turns, warmup, repeats, mode):
+    import cupy
+    import ozaki
+    from ozaki.backends import graphs
+    rng = np.random.default_rng(1)
+    rows = []
+    for batch, m, k, n in shapes:
+        lead = (batch,) if batch > 1 else ()
+        A = cupy.asarray(rng.standard_normal(lead + (m, k)))
+        B = cupy.asarray(rng.standard_normal(lead + (k, n)))
+        times = {False: [], True: []}
+        for _ in range(turns):
+            for direct in (False, True):
+                graphs.clear()
+                graphs.DIRECT = direct
+                times[direct].append(common.time_gpu(lambda: ozaki.matmul(A, B, mode=mode), warmup, repeats)[0])
+        row = {"batch": batch, "m": m, "k": k, "n": n, "mode": mode, "copy_in_ms": times[False],
+               "direct_ms": times[True], "stats": dict(graphs.stats)}
+        rows.append(row)
+        print(f"{batch}x{m}x{k}x{n} {mode}: copy in " + " ".join(f"{t:.3f}" for t in times[False])
+              + " | direct " + " ".join(f"{t:.3f}" for t in times[True]) + f" ms; {dict(graphs.stats)}", flush=True)
+    graphs.DIRECT = True
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shapes", nargs="+", type=shape_spec,
+                    default=[shape_spec(s) for s in ("4096x64x64x64", "1024x128x128x128", "1x1024x1024x1024",
+                                                     "1x2048x2048x2048")])
+    ap.add_argument("--turns", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=6)
+    ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--mode", default="accurate")
+    ap.add_argument("--out", default="bench/results/graph_inputs.json")
+    a = ap.parse_args(argv)
+    rows = run(a.shapes, a.turns, a.warmup, a.repeats, a.mode)
+    common.write_json(a.out, {"meta": common.meta(), "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
