@@ -182,7 +182,7 @@ def run(cases, repeats):
         for path in paths:
             with ozaki.config(path=path):
                 f = lambda: ozaki.matmul(dA, dB)
-                t, _ = common.time_gpu(f, warmup=1, repeats=repeats)
+                t, _ = common.time_gpu(f, warmup=common.graph_warmup(), repeats=repeats)
                 results[path] = f()
             row[f"{path}_ms"] = t
             row[f"{path}_ratio"] = t_native / t

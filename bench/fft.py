@@ -123,9 +123,9 @@ def run(a, cupy):
         if a.fresh and draw is not None:
             import itertools
             inputs = itertools.cycle([d] + [draw() for _ in range(a.fresh - 1)])
-            t_ours, _ = common.time_gpu(lambda: f(next(inputs)), warmup=1, repeats=a.repeats)
+            t_ours, _ = common.time_gpu(lambda: f(next(inputs)), warmup=common.graph_warmup(), repeats=a.repeats)
         else:
-            t_ours, _ = common.time_gpu(lambda: f(d), warmup=1, repeats=a.repeats)
+            t_ours, _ = common.time_gpu(lambda: f(d), warmup=common.graph_warmup(), repeats=a.repeats)
         split, result = common.step_split(lambda: f(d))
         return t_cufft, t_ours, split, result
 

@@ -83,7 +83,7 @@ def run(shapes, modes, families, samples, repeats, emulated=True, substrates=("i
                                               for pa in paths]:
                 f = lambda: ozaki.matmul(dA, dB, mode=mode, num_moduli=nm, substrate=substrate)
                 with ozaki.config(path=path):
-                    t, t_paired = common.time_paired(f, lambda: dA @ dB, warmup=1, repeats=repeats)
+                    t, t_paired = common.time_paired(f, lambda: dA @ dB, warmup=common.graph_warmup(), repeats=repeats)
                     C = cupy.asnumpy(f())
                 C0 = C[0] if batch > 1 else C
                 kk = 2 * k if family == "complex" else k       # a complex row joins both parts
