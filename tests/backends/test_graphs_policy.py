@@ -30,20 +30,24 @@ class Recorder:
         self.pool_bytes = 0             # what each graph's pool holds after its capture
         self.missed = 0                 # what a replay's device checks find
         self.in_capture = False
+        self.streams = []               # (len(events) then, what a stream did): the graph's own
+                                        # stream ("graph") or a caller's ("caller")
 
 
 def fake_cupy(rec):
     class Stream:
         def __init__(self, non_blocking=False):
-            pass
+            self.name = "graph" if non_blocking else "caller"
 
         def wait_event(self, event):
-            pass
+            if event is not None:
+                rec.streams.append((len(rec.events), f"{self.name} waits for {event}"))
 
         def record(self):
-            return None
+            return self.name            # the event: what its stream had done
 
         def __enter__(self):
+            rec.streams.append((len(rec.events), f"on {self.name}"))
             return self
 
         def __exit__(self, *exc):
@@ -421,6 +425,26 @@ def test_the_same_arrays_again_replay_without_the_copy_in(graphs):
     assert g.stats["direct_captured"] == 1 and g.stats["direct"] == 4 and g.stats["replayed"] == 5
     (graph,) = g._graphs.values()
     assert graph.direct.inputs == (A, B)                         # held: their memory stays theirs
+
+
+def test_a_direct_capture_runs_on_the_graphs_stream_between_the_callers_waits(graphs):
+    """The direct capture's runs go on the graph's own stream after it waited for the caller's
+    (the inputs written, the last replay's copies out), and the caller's stream waits for them
+    before it launches the direct graph."""
+    g, rec, Array = graphs
+    A, B = Array(), Array()
+    calls(g, rec, finite_of(rec, Array), [(A, B)] * 2)
+    rec.events.clear()
+    rec.streams.clear()
+    calls(g, rec, finite_of(rec, Array), [(A, B)])
+    events, streams = rec.events, rec.streams
+    first, end, launch = events.index("finite"), events.index("end"), events.index("launch")
+    assert events.count("begin") == 1 and "copy in" not in events
+    waited = [at for at, what in streams if what == "graph waits for caller"]
+    entered = [at for at, what in streams if what == "on graph"]
+    resumed = [at for at, what in streams if what == "caller waits for graph"]
+    assert waited and waited[0] <= first and entered and entered[0] <= first
+    assert resumed and end < resumed[-1] <= launch
 
 
 def test_fresh_arrays_are_always_copied_in(graphs):
