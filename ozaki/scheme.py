@@ -1114,7 +1114,12 @@ def operand_rows(backend, X, side, interleaved=False):
     def layout(Y):
         if side == "left":
             return rows(Y)
-        return backend.transposed(Y[0]) if Y.shape[0] == 1 else rows(Y.transpose(0, 2, 1))
+        if Y.shape[0] == 1:
+            return backend.transposed(Y[0])
+        if getattr(backend, "tiled_bt", lambda: False)():
+            # the stack's columns through the backend's tiled transposes (cupy_backend.contiguous)
+            return backend.contiguous(Y.transpose(0, 2, 1)).reshape(Y.shape[0] * Y.shape[2], Y.shape[1])
+        return rows(Y.transpose(0, 2, 1))
 
     if X.dtype.kind == "c" and interleaved and side == "left" and X.flags.c_contiguous and X.size:
         batch, r, c = X.shape

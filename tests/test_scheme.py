@@ -376,3 +376,29 @@ def test_exact_caps_carry_their_spans_exactly(span_a, span_b, k, seed):
 def test_exact_caps_refuse_a_slicing_too_narrow():
     with pytest.raises(ValueError, match="exact_caps"):
         scheme.exact_caps(200, 200, 100, 32, 32, 2, 7, 7)
+
+
+@pytest.mark.parametrize("shape", [(5, 7, 3), (2, 1, 4), (3, 6, 1), (0, 4, 5), (4, 0, 3)])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_operand_rows_of_a_stack_through_the_backends_tiled_transposes(shape, dtype):
+    """A backend with tiled_bt (cupy_backend's NEW_KERNELS tiled_bt) makes a stack's B^T rows
+    through its ``contiguous`` (transpose.cu's tiles there): the same rows as the default way,
+    for real and complex stacks, empty ones and single rows or columns included."""
+    import types
+    rng = np.random.default_rng(5)
+    B = rng.standard_normal(shape)
+    if dtype == np.complex128:
+        B = B + 1j * rng.standard_normal(shape)
+    seen = []
+
+    def contiguous(x):
+        seen.append(x.shape)
+        return np.ascontiguousarray(x)
+    tiled = types.SimpleNamespace(**{name: getattr(numpy_backend, name) for name in dir(numpy_backend)
+                                     if not name.startswith("__")})
+    tiled.contiguous, tiled.tiled_bt = contiguous, lambda: True
+    want_parts, want_joined = scheme.operand_rows(numpy_backend, B, "right")
+    parts, joined = scheme.operand_rows(tiled, B, "right")
+    assert joined.shape == want_joined.shape and np.array_equal(joined, want_joined)
+    assert len(parts) == len(want_parts) and all(np.array_equal(p, q) for p, q in zip(parts, want_parts))
+    assert seen                                          # the tiled way was taken

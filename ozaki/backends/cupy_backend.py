@@ -498,8 +498,8 @@ def flags_found(flags_a, flags_b, host=True):
 #                     1.61 / 1.80 at the defaults, 1024 x 128^2 1.92 / 1.95 against 1.81 / 2.03
 # Run 2026-12-07 (H100, bench/results/2026-12-07-b409ea8-h100; host checks: the digits, their
 # fragments and the kernel's integer arithmetic in tests/backends/test_kernel_tables.py, its
-# builds in test_fused_builds.py), off until its GPU tests pass (they failed there on two test
-# defects, since mended: device_run.sh s29b):
+# builds in test_fused_builds.py); its GPU tests failed there on two test defects, since
+# mended, and passed in run 9743382:
 #   crt_mma           the fused kernel's CRT sum S = sum_i r_i c_i on the tensor cores (fused.cu
 #                     CRT_MMA: the residues of 32 outputs times the c_i's balanced base-256 digits,
 #                     the moduli the inner dimension) for one slice pair of up to 32 moduli; SASS
@@ -510,9 +510,14 @@ def flags_found(flags_a, flags_b, host=True):
 #                     (run b409ea8, H100); on since run 9743382 (H100): its 15 GPU tests and the
 #                     179 of test_fused.py and test_cupy_float32.py with it on passed, then every
 #                     GPU test with it in the defaults
+# Written 2026-12-08, not yet run (device_run.sh s31a):
+#   tiled_bt          a stack's B^T rows (scheme.operand_rows) through transpose.cu's tiles
+#                     (contiguous) instead of CuPy's strided copy, which took 103 us of the
+#                     stack of 4096 x 64^2 (134 MB each way, 2.6 TB/s; run 0b16e61): eager and
+#                     in the direct graphs, which take B^T's view
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
                "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced", "residue_int_mod",
-               "two_words", "fused_int_mod", "crt_mma")
+               "two_words", "fused_int_mod", "crt_mma", "tiled_bt")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "byte_convert", "pairs_in_place",
                   "residue_quarters", "quarter_products", "byte_unreduced", "residue_int_mod", "two_words",
                   "crt_mma")
@@ -555,6 +560,11 @@ def quarter_products():
 def pairs_in_place():
     """Whether exact mode reads a complex left operand's pairs in place (scheme.operand_rows)."""
     return _new_kernel("pairs_in_place")
+
+
+def tiled_bt():
+    """Whether a stack's B^T rows go through transpose.cu's tiles (scheme.operand_rows)."""
+    return _new_kernel("tiled_bt")
 
 
 # Rows up to this long are scanned by a warp or part of one (4 to 32 threads, about 8

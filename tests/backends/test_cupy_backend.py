@@ -905,3 +905,36 @@ def test_contiguous_and_assign_through_tiles(rng, dtype):
     assert cb._transposed_layout(b[:, ::2]) is None and cb._transposed_layout(b) is None
     assert cb._transposed_layout(b.T) == (1, 9, 8, 9, 0)
     assert np.array_equal(cupy.asnumpy(cb.contiguous(b[::2, ::3])), cupy.asnumpy(b)[::2, ::3])
+
+
+@pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
+def test_stacks_b_rows_through_tiled_transposes(rng, monkeypatch, mode):
+    """NEW_KERNELS tiled_bt: a stack's B^T rows made by transpose.cu's tiles give the CPU's
+    bits, real and complex, with specials, on every path (the fused kernel, the residue GEMM,
+    cuBLAS), eager and replayed; the tiles were used."""
+    import cupy
+    from ozaki.backends import cupy_backend
+    monkeypatch.setenv("OZAKI_NEW_KERNELS", ",".join(dict.fromkeys(cupy_backend.NEW_KERNELS_ON + ("tiled_bt",))))
+    transposes = []
+    real = cupy_backend._transpose
+
+    def spy(*args):
+        transposes.append(args[-3:])
+        return real(*args)
+    monkeypatch.setattr(cupy_backend, "_transpose", spy)
+    A = inputs.wide(rng, (6, 33, 70), 10)
+    B = inputs.sprinkle_zeros(rng, inputs.wide(rng, (6, 70, 45), 10))
+    A[2] = inputs.sprinkle_specials(rng, A[2])
+    Z = inputs.normal(rng, (5, 16, 40)) + 1j * inputs.normal(rng, (5, 16, 40))
+    W = inputs.normal(rng, (5, 40, 33)) - 1j * inputs.normal(rng, (5, 40, 33))
+    for X, Y in ((A, B), (Z, W)):
+        cpu = ozaki.matmul(X, Y, mode=mode)
+        dX, dY = cupy.asarray(X), cupy.asarray(Y)
+        for path in ("fused", "cutlass", "cublas"):
+            del transposes[:]
+            with ozaki.config(path=path):
+                for _ in range(4):          # eager, then the graphs' captures and a replay
+                    gpu = cupy.asnumpy(ozaki.matmul(dX, dY, mode=mode))
+                    assert same_bits(cpu, gpu), (X.dtype, path)
+            # (rows, columns, batch) of each tiled transpose: the whole stack of B's (one piece)
+            assert transposes and all(t[-1] == len(Y) for t in transposes), (X.dtype, path, transposes)
