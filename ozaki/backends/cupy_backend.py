@@ -46,7 +46,7 @@ from ..crt import moduli as _moduli
 from . import graphs, native, numpy_backend
 from . import host as _host
 from .kernel_tables import CRT_DIGITS_MAX_MODULI, FUSED_TILES as _FUSED_TILES, constant_tables as _constant_tables, \
-    residue_gemm_table
+    crt_sum_fits, residue_gemm_table
 
 xp = cupy
 name = "cupy"
@@ -1224,13 +1224,18 @@ def _multiprocessors(device):
     return cupy.cuda.Device(device).attributes["MultiProcessorCount"]
 
 
-def _fused_tile(residue_tiles, k=SHORT_K, shape=None, skew=0):
+def _fused_tile(residue_tiles, k=SHORT_K, shape=None, skew=0, crt_moduli=None):
     """The first tile (for inner dimension k) whose shared memory holds ``residue_tiles``
     residue tiles, or None.  With ``shape`` (m, n, batch): the first of those whose
     grid has FUSED_MIN_BLOCKS_PER_SM blocks per multiprocessor, else the one with
-    the most blocks (small products trade tile efficiency for occupancy)."""
+    the most blocks (small products trade tile efficiency for occupancy).  With
+    ``crt_moduli`` (the CRT sums on the tensor cores asked for): only tiles that keep them
+    (kernel_tables.crt_sum_fits), where any does (a shallower pipeline may not hold the
+    digit sums at many moduli)."""
     tiles = [t for t in FUSED_TILES["short" if k <= SHORT_K else "long"]
              if _fused_shared(t, residue_tiles, skew) <= SHARED_MAX]
+    if crt_moduli:
+        tiles = [t for t in tiles if crt_sum_fits(t, crt_moduli)] or tiles
     if not tiles or shape is None:
         return tiles[0] if tiles else None
     m, n, batch = shape
@@ -1332,7 +1337,8 @@ def _operands(stacks, tabled):
 
 def _fused_launch(defines, tables, a_stacks, b_stacks, slices_b, m, n, batch, a_gstride, b_gstride,
                   residue_tiles, tail, skew=0):
-    tile = _fused_tile(residue_tiles, a_stacks[0].shape[-1], (m, n, batch), skew)
+    crt_moduli = dict(defines).get("NMOD") if dict(defines).get("CRT_MMA") else None
+    tile = _fused_tile(residue_tiles, a_stacks[0].shape[-1], (m, n, batch), skew, crt_moduli)
     bm, bn, wm, wn, bk, stages = tile
     shared = _fused_shared(tile, residue_tiles, skew)
     kp = a_stacks[0].shape[-1]

@@ -83,6 +83,20 @@ def crt_digits(m):
     return np.array([row + [0] * (nd - len(row)) for row in rows], dtype=np.int64)
 
 
+@functools.lru_cache(maxsize=None)
+def crt_sum_fits(tile, m):
+    """Whether fused.cu's CRT sum on the tensor cores (its CRT_ON_TENSOR_CORES gate) takes this
+    tile (BM, BN, WARPS_M, WARPS_N, BK, STAGES) at m moduli and one slice pair: rows of 32
+    outputs, and each warp's 32 rows of CRT_ND + 2 int32 digit sums within the pipeline
+    buffers (STAGES x (BM + BN) rows of BK + 16 bytes); elsewhere the kernel keeps the float64
+    sums (tests/backends/test_fused_builds.py holds this to the preprocessed gate)."""
+    bm, bn, wm, wn, bk, stages = tile
+    if not 1 <= m <= CRT_DIGITS_MAX_MODULI or bn % 32:
+        return False
+    nd = 8 * -(-crt_digits(m).shape[1] // 8)
+    return wm * wn * 32 * (nd + 2) * 4 <= stages * (bm + bn) * (bk + 16)
+
+
 def crt_digit_fragments(m):
     """uint32 (nd8 / 8, km / 16, 32): lane l's B fragment of the digit matrix (moduli x digits,
     zero-padded to km = 16 or 32 moduli and nd8, a multiple of 8, digits) for each n8 tile and

@@ -211,7 +211,7 @@ def test_bound_maxima_kernel(rng, batch, m, n, k):
     assert np.array_equal(cupy.asnumpy(cmax), M.max(axis=1).reshape(-1))
 
 
-def test_auto_path_table():
+def test_auto_path_table(monkeypatch):
     from ozaki.backends import cupy_backend
     assert cupy_backend.choose_path("auto", 64, 64, 64, 4096, 16) == "fused"
     assert cupy_backend.choose_path("cublas", 64, 64, 64, 4096, 16) == "cublas"
@@ -249,6 +249,13 @@ def test_auto_path_table():
     # small grids take the tile with more blocks; big ones keep the first
     assert cupy_backend._fused_tile(16, 4096, (512, 512, 1)) == cupy_backend.FUSED_TILES["long"][-1]
     assert cupy_backend._fused_tile(16, 4096, (16384, 16384, 1)) == cupy_backend.FUSED_TILES["long"][0]
+    # with the CRT sums on the tensor cores asked for, only tiles whose pipeline holds their digit
+    # sums (kernel_tables.crt_sum_fits): 3 stages of the short tile up to 25 moduli, then 4
+    short = ((32, 32, 2, 2, 64, 3), (32, 32, 2, 2, 64, 4))
+    monkeypatch.setattr(cupy_backend, "FUSED_TILES", {"short": short, "long": cupy_backend.FUSED_TILES["long"]})
+    assert cupy_backend._fused_tile(16, 64, crt_moduli=16) == short[0]
+    assert cupy_backend._fused_tile(30, 64, crt_moduli=30) == short[1]
+    assert cupy_backend._fused_tile(30, 64) == short[0]
 
 
 def test_fused_runs_on_the_current_stream(rng):
