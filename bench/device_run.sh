@@ -208,7 +208,8 @@
 #   s31a      tiled_bt (a stack's B^T rows through transpose.cu's tiles): its GPU test and the graphs'
 #             at once; then the stacks with it off and on in turns; the short tile at 3 stages
 #             (OZAKI_FUSED_TILES) against 4 in turns on the whole call; issue 16's graph-replayed
-#             transforms past their captures (bench.common.graph_warmup; about 330 s)
+#             transforms past their captures (bench.common.graph_warmup), a direct replay's host
+#             time by function (bench.graph_inputs --profile; about 390 s)
 #   s30a      crt_mma's GPU tests and every test of test_fused.py with it on (as s29b), the graphs' tests
 #             (replays over the caller's own inputs) at once; then, where crt_mma's passed, the tile sweep on
 #             the small stacks with it (3 and 2 pipeline stages on the short tile), the stacks with graphs'
@@ -754,6 +755,9 @@ elif [ "$profile" = s31a ]; then
     done
     stage fft_table 100 python3 -m bench.fft --batches 4096x1024 --sizes 65536 1048576 16777216 --repeats 5 \
         --out "$W/fft_table.json"
+    # where a direct replay's time goes on the host (1024^2: 0.43 ms against cuBLAS's 0.07)
+    stage graph_inputs 60 python3 -m bench.graph_inputs --shapes 1x1024x1024x1024 4096x64x64x64 --turns 2 \
+        --profile 200 --out "$W/graph_inputs.json"
 elif [ "$profile" = s30b ]; then     # issue 11's tables without fp8 and issue 16's, at the current defaults
     issue11_tables nofp8
     stage fft_table 100 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \
@@ -1189,6 +1193,7 @@ for f in certified certified_4k; do [ -f "$W/$f.txt" ] && { echo "== $f =="; tai
 [ -f "$W/steps.txt" ] && { echo "== time split =="; cat "$W/steps.txt"; }
 [ -f "$W/residue_pass.txt" ] && { echo "== residue pass =="; grep -E "moduli|Error" "$W/residue_pass.txt"; }
 echo "== GEMM =="; for f in "$W"/gemm*.txt "$W"/zgemm.txt; do [ -f "$f" ] && { echo "-- $(basename $f .txt)"; grep -v "^$" "$f"; }; done
+[ -f "$W/graph_inputs.txt" ] && { echo "== graph inputs, host profile =="; grep -v "^$" "$W/graph_inputs.txt" | head -70; }
 [ -f "$W/exact_stacks.txt" ] && { echo "== exact stacks, graphs and eager =="; grep "^exact stack" "$W/exact_stacks.txt"; }
 [ -f "$W/fp8_exactness.txt" ] && { echo "== fp8 exactness =="; grep -E "inexact +[1-9]|TOPS" "$W/fp8_exactness.txt"; grep -c "inexact     0" "$W/fp8_exactness.txt"; }
 for f in "$W"/ncu_stack_*.txt "$W"/ncu_batch_*.txt; do [ -f "$f" ] && { echo "== $(basename $f .txt) =="; python3 -m bench.ncu_table "$f" --outputs $(case $f in *4096x64*) echo 16777216;; *4096x1024*) echo 4194304;; *) echo 1;; esac) 2>&1 | head -30; }; done

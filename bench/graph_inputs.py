@@ -46,6 +46,38 @@ def run(shapes, turns, warmup, repeats, mode):
     return rows
 
 
+def profile(shape, calls, mode, top=25):
+    """Where a direct replay's host time goes: cProfile over ``calls`` replays of one product
+    (the same arrays), by time spent in each function itself; the wait for the GPU shows in
+    the one device-to-host read of the IEEE flags."""
+    import cProfile
+    import io
+    import pstats
+    import cupy
+    import ozaki
+    from ozaki.backends import graphs
+    batch, m, k, n = shape
+    rng = np.random.default_rng(2)
+    lead = (batch,) if batch > 1 else ()
+    A = cupy.asarray(rng.standard_normal(lead + (m, k)))
+    B = cupy.asarray(rng.standard_normal(lead + (k, n)))
+    graphs.clear()
+    for _ in range(common.graph_warmup() + 2):
+        ozaki.matmul(A, B, mode=mode)
+    cupy.cuda.Device().synchronize()
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(calls):
+        ozaki.matmul(A, B, mode=mode)
+    pr.disable()
+    out = io.StringIO()
+    pstats.Stats(pr, stream=out).sort_stats("tottime").print_stats(top)
+    text = out.getvalue()
+    print(f"== host profile, {batch}x{m}x{k}x{n} {mode}, {calls} direct replays ({dict(graphs.stats)})\n{text}",
+          flush=True)
+    return text
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", nargs="+", type=shape_spec,
@@ -55,10 +87,13 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=6)
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--mode", default="accurate")
+    ap.add_argument("--profile", type=int, default=0, metavar="CALLS",
+                    help="then profile CALLS direct replays of each shape on the host (cProfile)")
     ap.add_argument("--out", default="bench/results/graph_inputs.json")
     a = ap.parse_args(argv)
     rows = run(a.shapes, a.turns, a.warmup, a.repeats, a.mode)
-    common.write_json(a.out, {"meta": common.meta(), "rows": rows})
+    profiles = [profile(shape, a.profile, a.mode) for shape in a.shapes] if a.profile else []
+    common.write_json(a.out, {"meta": common.meta(), "rows": rows, "profiles": profiles})
 
 
 if __name__ == "__main__":
