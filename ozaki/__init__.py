@@ -13,6 +13,7 @@ vector . vector, numpy's error types).
 """
 
 import contextlib
+import math
 import operator
 import threading
 
@@ -372,9 +373,13 @@ def _product(a, b, batch, core, rt, mode, num_moduli, substrate, name):
     a2 = a[None, :] if a.ndim == 1 else a
     b2 = b[:, None] if b.ndim == 1 else b
     m, n = a2.shape[-2], b2.shape[-1]
-    count = int(np.prod(batch, dtype=np.int64))
-    a3 = xp.broadcast_to(a2, batch + a2.shape[-2:]).reshape((count,) + a2.shape[-2:])
-    b3 = xp.broadcast_to(b2, batch + b2.shape[-2:]).reshape((count,) + b2.shape[-2:])
+    count = math.prod(batch)
+
+    def stack(x):                      # (count, r, c); broadcast only where the batch differs (a
+        if x.shape[:-2] == batch:      # call's fixed cost: a replayed small product is host-bound)
+            return x.reshape((count,) + x.shape[-2:])
+        return xp.broadcast_to(x, batch + x.shape[-2:]).reshape((count,) + x.shape[-2:])
+    a3, b3 = stack(a2), stack(b2)
     if rt.kind == "b":
         # counts of true terms, exact below 2**53; numpy's boolean matmul is "any term true"
         c = _run(a3.astype(xp.float64), b3.astype(xp.float64), "exact", None, substrate, backend) != 0
