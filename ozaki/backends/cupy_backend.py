@@ -1235,7 +1235,7 @@ def _fused_tile(residue_tiles, k=SHORT_K, shape=None, skew=0, crt_moduli=None):
     tiles = [t for t in FUSED_TILES["short" if k <= SHORT_K else "long"]
              if _fused_shared(t, residue_tiles, skew) <= SHARED_MAX]
     if crt_moduli:
-        tiles = [t for t in tiles if crt_sum_fits(t, crt_moduli)] or tiles
+        tiles = [t for t in tiles if crt_sum_fits(tuple(t), crt_moduli)] or tiles
     if not tiles or shape is None:
         return tiles[0] if tiles else None
     m, n, batch = shape
