@@ -160,6 +160,17 @@ def _signature(inputs):
         return None
 
 
+def _held_bytes(arrays):
+    """The device memory that holding ``arrays`` keeps: each allocation they lie in once (a
+    view keeps its whole allocation), else their own bytes."""
+    allocations = {}
+    for x in arrays:
+        mem = getattr(getattr(x, "data", None), "mem", None)
+        key, size = (id(mem), mem.size) if mem is not None else (id(x), x.nbytes)
+        allocations[key] = size
+    return sum(allocations.values())
+
+
 def _pool_malloc(sealed):
     """The base allocator of a graph's pool: cudaMalloc, whose failure, once ``sealed[0]``,
     raises MemoryError.  CuPy's pool answers the CUDARuntimeError of a failed cudaMalloc by
@@ -266,7 +277,7 @@ class _Graph:
             self.direct = _Direct(signature, graph, outputs, tuple(inputs))
         finally:
             stream.wait_event(self.stream.record())
-        held = sum(x.nbytes for x in inputs) if self.direct is not None else 0
+        held = _held_bytes(inputs) if self.direct is not None else 0
         nbytes = self.pool.total_bytes() + held     # the pool grown by the runs, the held arrays
         with _lock:
             self.nbytes = nbytes

@@ -544,3 +544,15 @@ def test_a_captured_graphs_pool_keeps_its_free_blocks(graphs):
         graph.pool.allocator(1 << 20)
     with pytest.raises(g.cupy.cuda.runtime.CUDARuntimeError):     # before: CuPy's own retry
         g._pool_malloc([False])(1 << 20)
+
+
+def test_held_bytes_count_each_allocation_once(graphs):
+    """A direct graph holding views keeps their whole allocations: each counted once, at its
+    size; arrays without an allocation record count their own bytes."""
+    g, rec, Array = graphs
+    mem = types.SimpleNamespace(size=1 << 20)
+    view = lambda ptr: types.SimpleNamespace(data=types.SimpleNamespace(ptr=ptr, mem=mem), nbytes=64)
+    other = types.SimpleNamespace(data=types.SimpleNamespace(ptr=7, mem=types.SimpleNamespace(size=4096)), nbytes=8)
+    assert g._held_bytes([view(0), view(64), other]) == (1 << 20) + 4096
+    A = Array((4, 4))
+    assert g._held_bytes([A, A]) == A.nbytes                     # one array twice: once
