@@ -32,8 +32,8 @@ fail does: a missed replay costs the replay and the eager run after it.
 A caller that passes the same arrays again (a solver's loop over one stack) pays for the
 copy in for nothing: 268 MB in and out of HBM for a stack of 4096 matrices of 64^2 (a real
 B goes in as B^T's view, which the graph then makes into rows itself, so A's half of it
-goes: 1.56 -> 1.46 ms a call on an H100; 1024^2 0.50 -> 0.43, run 9743382).  So, as PyTorch's CUDA-graph trees do with static inputs, a
-graph whose inputs repeat on two calls in a row (the same address, shape, strides and
+goes: 1.56 -> 1.46 ms a call on an H100; 1024^2 0.50 -> 0.43, run 9743382).  So, as
+PyTorch's CUDA-graph trees do with static inputs, a graph whose inputs repeat on two calls in a row (the same address, shape, strides and
 dtype) captures a second, direct graph over the caller's own arrays, and later calls with
 those arrays launch it without copying in (DIRECT; at most DIRECT_CAPTURES such captures a
 graph, one direct graph at a time).  It holds references to those arrays, so their memory
@@ -209,16 +209,27 @@ class _Graph:
         self.checks = len(self.speculation.recorded)
         self.nbytes = self.pool.total_bytes()
 
+    def _run_in_cupys_pool(self, fn, inputs):
+        """One eager run on self.stream in CuPy's pool, before a capture's runs in the graph's:
+        any constant the call caches is made there, not in the graph's pool, which goes with
+        the graph and whose free blocks, once captured, are the intermediates every replay
+        overwrites (a constant dropped from a bounded cache since, fft.plans', is made again
+        by the direct capture).  Its blocks, freed to this stream's arena, go back to the
+        device.  The first run records the host reads (Speculation); a later one replays them."""
+        replay = self.speculation.replay                # the recorded run's reads held
+        with host.speculating(self.speculation):
+            if replay:
+                self.speculation.replaying(self.speculation.missed)
+            out = fn(*inputs)
+            if replay:
+                self.speculation.done()
+        del out
+        self.stream.synchronize()
+        cupy.get_default_memory_pool().free_all_blocks(stream=self.stream)
+
     def _capture(self, fn, inputs):
         with self.stream:
-            # the recorded run, in CuPy's pool: any constant the call caches is made there,
-            # not in the graph's pool, which goes with the graph; its blocks, freed to this
-            # stream's arena, go back to the device
-            with host.speculating(self.speculation):
-                out = fn(*inputs)
-            del out
-            self.stream.synchronize()
-            cupy.get_default_memory_pool().free_all_blocks(stream=self.stream)
+            self._run_in_cupys_pool(fn, inputs)      # the recorded run
             with cupy.cuda.using_allocator(self.pool.malloc):
                 self.inputs = [cupy.empty(x.shape, x.dtype) for x in inputs]
                 for buf, x in zip(self.inputs, inputs):
@@ -259,17 +270,7 @@ class _Graph:
         self.stream.wait_event(stream.record())    # the inputs ready, the last replay's copies done
         try:
             with self.stream:
-                # a run in CuPy's pool first, as _capture's recorded run: a constant the call
-                # caches, dropped from its cache since (fft.plans' bounded caches), is made
-                # again there, not in the graph's pool, whose free blocks are the copy-in
-                # graph's intermediates that every replay overwrites
-                with host.speculating(self.speculation):
-                    self.speculation.replaying(self.speculation.missed)
-                    out = fn(*inputs)
-                    self.speculation.done()
-                del out
-                self.stream.synchronize()
-                cupy.get_default_memory_pool().free_all_blocks(stream=self.stream)
+                self._run_in_cupys_pool(fn, inputs)
                 graph, outputs = self._warm_and_capture(fn, inputs)
         except Exception as e:          # noqa: BLE001  the copy-in graph stays, as it was (its
             self.direct_failed = f"{type(e).__name__}: {e}"     # intermediates in the sealed pool)
