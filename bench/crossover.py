@@ -117,8 +117,8 @@ def sweep(repeats, cases=SWEEP_CASES):
                 be.FUSED_TILES = {key: (tile,) + saved[key] for key in saved}
                 # the tile the launch takes (with the CRT sums on the tensor cores, only one whose
                 # pipeline holds their digit sums): a tile it passes over is not timed
-                crt = 16 if be._res_skew(1, 1, 16) else None
-                if be._fused_tile(16, k, skew=be._res_skew(1, 1, 16), crt_moduli=crt) != tile:
+                skew = be._res_skew(1, 1, 16)
+                if be._fused_tile(16, k, skew=skew, crt_moduli=16 if skew else None) != tile:
                     continue
                 t, tops, _ = kernel_alone(dA, dB, repeats)
                 rows.append({"tile": list(tile), "case": label, "batch": batch, "m": m, "k": k, "n": n,

@@ -1336,8 +1336,10 @@ def _operands(stacks, tabled):
 
 
 def _fused_launch(defines, tables, a_stacks, b_stacks, slices_b, m, n, batch, a_gstride, b_gstride,
-                  residue_tiles, tail, skew=0):
-    crt_moduli = dict(defines).get("NMOD") if dict(defines).get("CRT_MMA") else None
+                  residue_tiles, tail):
+    asked = dict(defines)
+    skew = asked.get("RES_SKEW", 0)                 # with CRT_MMA: the CRT sums on the tensor cores
+    crt_moduli = asked["NMOD"] if "CRT_MMA" in asked else None
     tile = _fused_tile(residue_tiles, a_stacks[0].shape[-1], (m, n, batch), skew, crt_moduli)
     bm, bn, wm, wn, bk, stages = tile
     shared = _fused_shared(tile, residue_tiles, skew)
@@ -1351,7 +1353,7 @@ def _fused_launch(defines, tables, a_stacks, b_stacks, slices_b, m, n, batch, a_
     defines = defines + (("BM", bm), ("BN", bn), ("WARPS_M", wm), ("WARPS_N", wn), ("BK", bk), ("STAGES", stages))
     kern = _kernel("fused.cu", "fused", defines, _device(), tables, shared)
     grid = (-(-n // bn), -(-m // bm), batch)
-    tabled = dict(defines)["NPAIRS"] > 1
+    tabled = asked["NPAIRS"] > 1
     (a, a_table), (b, b_table) = _operands(a_stacks, tabled), _operands(b_stacks, tabled)
     head = a + b + (a_table, b_table,
                     np.int64(a_stacks[0].strides[0]), np.int64(b_stacks[0].strides[0]), np.int64(kp),
@@ -1394,7 +1396,7 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype
             cupy.ascontiguousarray(beta_b, dtype=cupy.int64), outs[0], outs[-1], np.int64(m * n), np.int64(n),
             rhos[0], rhos[-1])
     _fused_launch(defines, (num_moduli, True, bool(skew)), a_stacks, b_stacks, slices_b, m, n, batch, m, n,
-                  npairs * num_moduli * nout, tail, skew)
+                  npairs * num_moduli * nout, tail)
     return outs + rhos if residual else outs
 
 
