@@ -21,16 +21,21 @@ def shape_spec(text):
     return batch, m, k, n
 
 
-def run(shapes, turns, warmup, repeats, mode):
+def operands(rng, shape):
+    """Device operands of a shape (batch, m, k, n): N(0,1) stacks, or matrices for batch 1."""
     import cupy
+    batch, m, k, n = shape
+    lead = (batch,) if batch > 1 else ()
+    return cupy.asarray(rng.standard_normal(lead + (m, k))), cupy.asarray(rng.standard_normal(lead + (k, n)))
+
+
+def run(shapes, turns, warmup, repeats, mode):
     import ozaki
     from ozaki.backends import graphs
     rng = np.random.default_rng(1)
     rows = []
     for batch, m, k, n in shapes:
-        lead = (batch,) if batch > 1 else ()
-        A = cupy.asarray(rng.standard_normal(lead + (m, k)))
-        B = cupy.asarray(rng.standard_normal(lead + (k, n)))
+        A, B = operands(rng, (batch, m, k, n))
         times = {False: [], True: []}
         for _ in range(turns):
             for direct in (False, True):
@@ -57,10 +62,7 @@ def profile(shape, calls, mode, top=25):
     import ozaki
     from ozaki.backends import graphs
     batch, m, k, n = shape
-    rng = np.random.default_rng(2)
-    lead = (batch,) if batch > 1 else ()
-    A = cupy.asarray(rng.standard_normal(lead + (m, k)))
-    B = cupy.asarray(rng.standard_normal(lead + (k, n)))
+    A, B = operands(np.random.default_rng(2), shape)
     graphs.clear()
     for _ in range(common.graph_warmup() + 2):
         ozaki.matmul(A, B, mode=mode)
