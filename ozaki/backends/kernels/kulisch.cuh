@@ -58,7 +58,7 @@ __device__ __forceinline__ void crt_lift(const double* S, long long* acc, int sh
     for (int l = 0; l < N; ++l) Sf = fma(S[l], LIMB_WEIGHT[l], Sf);
     double q = fma(Sf, CRT_INV_P, MAGIC) - MAGIC;
 #pragma unroll
-    for (int l = 0; l < LP; ++l) acc[sh + l] += to_int64(l < N ? fma(-q, CRT_P[l], S[l < N ? l : 0]) : -q * CRT_P[l]);
+    for (int l = 0; l < LP; ++l) acc[sh + l] += to_int64(l < N ? fma(-q, CRT_P[l], S[l]) : -q * CRT_P[l]);
 }
 
 // One output part's L Kulisch limbs rounded once to OUT_T at 2**e (no residual: RESIDUAL's
