@@ -205,6 +205,10 @@
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
+#   s31b      epilogue_mma (epilogue.cu's CRT sums on the tensor cores, crt_mma.cuh): its GPU tests, and
+#             fused.cu's crt_mma and the epilogue's tests after the shared header, at once; then the
+#             residue GEMM's products with it off and on in turns, and the epilogue kernel's time
+#             by bench.kernel_times at 2048^2 and the stack 256 x 256^2 both ways (about 400 s)
 #   s31a      tiled_bt (a stack's B^T rows through transpose.cu's tiles): its GPU test and the graphs'
 #             at once; then the stacks with it off and on in turns; the short tile at 3 stages
 #             (OZAKI_FUSED_TILES) against 4 in turns on the whole call; issue 16's graph-replayed
@@ -258,7 +262,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a|s29a|s29b|s29c|s30a|s30b|s31a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a|s29a|s29b|s29c|s30a|s30b|s31a|s31b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -739,6 +743,20 @@ elif [ "$profile" = s30a ]; then
         stage fft_six_step_fused 40 python3 -m bench.fft --batches 4096x512 4096x1024 --sizes --repeats 5 \
             --epilogue 300 --path fused --out "$W/fft_six_step_fused.json"
     fi
+elif [ "$profile" = s31b ]; then
+    gpu_tests gpu_epilogue_mma 200 tests/backends/test_epilogue_mma.py &
+    gpu_tests gpu_crt_shared 200 tests/backends/test_fused.py tests/backends/test_cupy_backend.py \
+        -k "crt_on_tensor_cores or epilogue" &
+    wait
+    with_and_without epilogue_mma 50 --sizes 1024 2048 4096 --shapes 256x256x256x256 16x1024x1024x1024 \
+        --families normal --no-emulated --samples 4 --modes accurate accurate:14
+    on=$(new_kernels +epilogue_mma)
+    for what in "matmul 2048" "stack 256x256"; do
+        tag=${what// /_}
+        stage "kernels_${tag}_off" 30 python3 -m bench.kernel_times $what --out "$W/kernels_${tag}_off.json"
+        stage "kernels_${tag}_on" 30 env OZAKI_NEW_KERNELS="$on" python3 -m bench.kernel_times $what \
+            --out "$W/kernels_${tag}_on.json"
+    done
 elif [ "$profile" = s31a ]; then
     gpu_tests gpu_tiled_bt 200 tests/backends/test_cupy_backend.py -k "tiled_transposes" &
     gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &

@@ -515,9 +515,15 @@ def flags_found(flags_a, flags_b, host=True):
 #                     (contiguous) instead of CuPy's strided copy, which took 103 us of the
 #                     stack of 4096 x 64^2 (134 MB each way, 2.6 TB/s; run 0b16e61): eager and
 #                     in the direct graphs, which take B^T's view
+#   epilogue_mma      the unfused epilogue's CRT sums on the tensor cores (epilogue.cu CRT_MMA,
+#                     crt_mma.cuh: fused.cu's crt_mma over the residue GEMM's int8 residues read
+#                     from memory, a warp 32 outputs of a row) for one slice pair of a real
+#                     product, up to 32 moduli, cols a multiple of 32 (_epilogue_mma): SASS
+#                     (ptxas 13.0, 16 moduli) about 244 instructions an output in the loop against
+#                     about 490 (VEC 2); the epilogue took 0.080 of 2048^2's 0.75 ms (run 8a5cb17)
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
                "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced", "residue_int_mod",
-               "two_words", "fused_int_mod", "crt_mma", "tiled_bt")
+               "two_words", "fused_int_mod", "crt_mma", "tiled_bt", "epilogue_mma")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "byte_convert", "pairs_in_place",
                   "residue_quarters", "quarter_products", "byte_unreduced", "residue_int_mod", "two_words",
                   "crt_mma")
@@ -1027,6 +1033,26 @@ def _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride):
     return vec
 
 
+def _epilogue_mma(arrays, m, complex_, npairs, interleave, rows, cols, mod_stride, row_stride):
+    """Whether epilogue.cu takes these product stacks' CRT sums on the tensor cores (CRT_MMA,
+    NEW_KERNELS epilogue_mma): one slice pair of a real product's int8 residues, at most
+    CRT_DIGITS_MAX_MODULI moduli, not interleaved, cols a multiple of 32 (a warp's outputs
+    lie in one row), the strides multiples of 4 and every base 4-byte aligned (a lane's four
+    residues are one load)."""
+    return (npairs == 1 and not complex_ and not interleave and arrays[0].dtype == cupy.int8
+            and m <= CRT_DIGITS_MAX_MODULI and cols % 32 == 0 and mod_stride % 4 == 0 and row_stride % 4 == 0
+            and rows < 2 ** 31 and all(P.data.ptr % 4 == 0 for P in arrays) and _new_kernel("epilogue_mma"))
+
+
+def _epilogue_mma_grid(rows, cols):
+    """epilogue.cu CRT_MMA's grid: R x cols / 32 warps in blocks of four, R a multiple of 4
+    (so that the blocks hold them exactly) covering the rows, or as many as _grid's cap allows;
+    warp w takes columns 32 (w % (cols / 32)) .. + 31 of rows w // (cols / 32) + j R."""
+    chunks = cols // 32
+    R = -(-min(rows, max(1, 4 * 65535 * 8 // chunks)) // 4) * 4
+    return (chunks * R // 4,), (128,)
+
+
 # epilogue.cu's BYTE_CONVERT and BYTE_REDUCE for int8 residues (NEW_KERNELS byte_convert, and
 # byte_unreduced for BYTE_REDUCE 0);
 # OZAKI_EPILOGUE_BYTES="c,r" sets them (bench/device_run.sh compares them).
@@ -1099,10 +1125,13 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     if interleave and matrices > 1:
         defines += (("INTERLEAVED", matrices),)
         out_rows, out_cols = rows // matrices, cols * matrices
-    vec = 1 if interleave else _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride)
+    mma = _epilogue_mma(arrays, m, complex_, npairs, interleave, rows, cols, mod_stride, row_stride)
+    if mma:
+        defines += (("CRT_MMA", 1),)
+    vec = 1 if interleave or mma else _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride)
     if vec > 1:
         defines += (("VEC", vec),)
-    kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True))
+    kern = _kernel("epilogue.cu", "epilogue", defines, _device(), (m, True, mma))
     step = 2 if complex_ else 1
     out_stride = step * out_cols
     if out is not None:
@@ -1119,7 +1148,7 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
         rhos = [cupy.empty((out_rows, out_cols), dtype=cupy.float64)] if residual else [np.uint64(0)]
     one, table = _operands(arrays, npairs > 1)
     shift_table = np.uint64(0) if npairs == 1 else device_table(shifts, np.int32)
-    grid, block = _grid(rows * cols // vec, 128)
+    grid, block = _epilogue_mma_grid(rows, cols) if mma else _grid(rows * cols // vec, 128)
     kern(grid, block, one + (table, np.int32(npairs), np.int64(rows), np.int64(cols), np.int64(mod_stride),
                              np.int64(row_stride), shift_table,
                        cupy.ascontiguousarray(beta_a, dtype=cupy.int64),

@@ -46,6 +46,8 @@ static inline double __hiloint2double(int hi, int lo) {         // hi: the top 3
     unsigned long long b = ((unsigned long long)(unsigned)hi << 32) | (unsigned)lo;
     double x; std::memcpy(&x, &b, 8); return x;
 }
+// int -> double, exact either way (crt_mma.cuh's exact_double)
+static inline double __int2double_rn(int v) { return (double)v; }
 // Leading zeros of the 64 bits: 64 for zero as on the device (__builtin_clzll(0) is undefined).
 static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
 """

@@ -34,7 +34,7 @@ def kernel_selectors():
     w0, w1, w2, w3), read from the kernel's source so that the emulation runs the kernel's own."""
     import os
     import re
-    path = os.path.join(os.path.dirname(kt.__file__), "kernels", "fused.cu")
+    path = os.path.join(os.path.dirname(kt.__file__), "kernels", "crt_mma.cuh")
     text = open(path).read()
     body = text[text.index("void transpose_bytes"):]
     body = body[:body.index("}")]

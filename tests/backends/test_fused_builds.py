@@ -81,3 +81,30 @@ def test_builds_compile_without_spills(m, parts, extra):
     assert cubin[:4] == b"\x7fELF"
     registers, spills = sass.resources(report)
     assert spills == (0, 0) and registers <= 128
+
+
+EPILOGUE_BUILDS = [(m, extra) for m in (1, 14, 16, 17, 32)
+                   for extra in ((("TWO_WORDS", 1), ("EPILOGUE_BLOCKS", 4)), (("STACKED", 1), ("RESIDUAL", 1)))] + [
+    (16, (("OUT_T", "float"),))]
+
+
+@pytest.mark.skipif(sass.tool("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("m,extra", EPILOGUE_BUILDS, ids=[f"m{m}-" + "-".join(k for k, _ in e) for m, e in EPILOGUE_BUILDS])
+def test_epilogue_mma_builds_compile_without_spills(m, extra):
+    """epilogue.cu's CRT sums on the tensor cores (CRT_MMA, crt_mma.cuh beside fused.cu's) compile
+    for sm_90a for one and two m16n8k16 / m16n8k32 digit tiles, stacked, with residuals and
+    float32 outputs, without spills; and the preprocessed kernel sums the digits on the tensor
+    cores, not in float64."""
+    d = [("PROD_T", "signed char"), ("SINGLE_PAIR", 1), ("OUT_T", "double"), ("CRT_MMA", 1)] + list(extra)
+    d = list(dict(d).items())
+    text = sass.source("epilogue.cu", m, True, d)
+    report, cubin = sass.compile_cubin(text)
+    assert cubin[:4] == b"\x7fELF"
+    registers, spills = sass.resources(report)
+    assert spills == (0, 0) and registers <= 128
+    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
+    if cxx:
+        pre = subprocess.run([cxx, "-E", "-P", "-x", "c++", "-I", sass.KERNELS, "-"], input=text, capture_output=True,
+                             text=True, check=True).stdout
+        body = pre[pre.index("extern \"C\""):]                  # the kernel, after the helpers
+        assert "crt_digit_sums(" in body and "crt_add(" not in body

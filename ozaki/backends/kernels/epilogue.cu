@@ -35,6 +35,12 @@
 //                96 constant loads: 7.75 ms at n = 16384 against 3.6 at the copy
 //                roof, run 54dc438).  The host picks VEC where cols, the strides and
 //                the base pointers are multiples of it (cupy_backend._epilogue_vec).
+//   CRT_MMA      defined: the CRT sums on the tensor cores (crt_mma.cuh; cupy_backend: NEW_KERNELS
+//                epilogue_mma): one slice pair of a real product's int8 residues (the residue
+//                GEMM's), up to 32 moduli, VEC 1, not INTERLEAVED; a warp lifts 32 outputs of a
+//                row at a time: cols a multiple of 32, the strides of 4 and the base aligned to 4
+//                bytes (the host's choice: a lane's four outputs are one aligned load).
+//                Needs the CRT digits' tables (constant_tables(m, crt=True, digits=True)).
 // and the constant tables MOD_P, MOD_INV, CRT_C (NMOD x LP limbs of c_i),
 // CRT_P (LP limbs of P) and CRT_INV_P from cupy_backend._constant_tables.
 
@@ -43,6 +49,7 @@
 #endif
 
 #include "kulisch.cuh"
+#include "crt_mma.cuh"
 
 #ifdef COMPLEX
 #define NIN 3
@@ -70,6 +77,10 @@
 #endif
 #if defined(INTERLEAVED) && (VEC != 1 || !defined(STACKED))
 #error "INTERLEAVED needs STACKED and VEC 1"
+#endif
+#if defined(CRT_MMA) && (!defined(SINGLE_PAIR) || defined(COMPLEX) || defined(INTERLEAVED) || VEC != 1 \
+                         || !defined(CRT_ND) || NMOD > CRT_KM)
+#error "CRT_MMA takes one slice pair of a real product's int8 residues (VEC 1, not INTERLEAVED) and the CRT digits' tables"
 #endif
 
 // VEC adjacent products, loaded at once (their address a multiple of the pack's size).
@@ -100,6 +111,40 @@ extern "C" __global__ void EPILOGUE_BOUNDS epilogue(const PROD_T* p0, const PROD
                                     long long out_stride, long long out_step,
                                     double* __restrict__ rho0, double* __restrict__ rho1,
                                     long long matrix_rows) {
+#ifdef CRT_MMA
+    // A warp lifts 32 outputs of a row at a time, all lanes together (crt_digit_sums' warp
+    // shuffles through shared memory): the columns c0 .. c0 + 31 of rows r, r + R, ... (cols %
+    // 32 == 0, and the grid R x cols / 32 warps: the host's choice, so that no
+    // division is left in the loop); lane u rounds and writes column c0 + u.
+    __shared__ int scratch_all[128 / 32 * 32 * DROW];             // blocks of 128 threads (cupy_backend)
+    const int lane = threadIdx.x & 31;
+    int* scratch = scratch_all + (threadIdx.x >> 5) * 32 * DROW;
+    unsigned bfrag[CRT_ND / 8][CRT_KM / 16];
+    load_crt_digits(bfrag, lane);
+    const long long chunks = cols / 32;
+    const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long long R = ((long long)gridDim.x * blockDim.x >> 5) / chunks;
+    const long long c0 = 32 * (w % chunks), col = c0 + lane;
+    for (long long r = w / chunks; r < rows; r += R) {
+        const PROD_T* at = p0 + r * row_stride + c0 + 4 * (lane >> 2);      // the lane's four outputs to gather
+        double S[CRT_LD];
+        static_assert(sizeof(PROD_T) == 1, "CRT_MMA reads int8 residues");
+        crt_digit_sums([&](int i) { return __ldg(reinterpret_cast<const unsigned*>(at + i * mod_stride)); }, lane,
+                       bfrag, scratch, S);
+        long long acc[LACC];
+#pragma unroll
+        for (int l = 0; l < LACC; ++l) acc[l] = 0;
+        crt_lift<CRT_LD>(S, acc, 0);
+#ifdef STACKED
+        // (rows < 2**32: the host's; a 32-bit division)
+        const long long e = beta_a[r] + beta_b[(long long)((unsigned)r / (unsigned)matrix_rows) * cols + col];
+#else
+        const long long e = beta_a[r] + beta_b[col];
+#endif
+        const long long out_at = r * out_stride + col * out_step;
+        store_rounded<LACC>(acc, e, out0 + out_at, rho0 + out_at);
+    }
+#else
     // Every product array has shape (NMOD, rows, cols) with the same strides (in
     // elements; the last axis contiguous): they come from one GEMM routine.
     const long long groups = cols / VEC;                  // cols % VEC == 0 (the host's choice)
@@ -232,6 +277,8 @@ extern "C" __global__ void EPILOGUE_BOUNDS epilogue(const PROD_T* p0, const PROD
 #else
             long long at = row * out_stride + (col + u) * out_step;
 #endif
+            // (written out, not kulisch.cuh's store_rounded: the same arithmetic, but ptxas then
+            // schedules these builds differently, and their speeds were measured as they are)
 #ifdef RESIDUAL
             normalize(acc[u][0], LACC);
             out0[at] = round_to<LACC, OUT_T, true>(acc[u][0], e, rho0 + at);
@@ -248,4 +295,5 @@ extern "C" __global__ void EPILOGUE_BOUNDS epilogue(const PROD_T* p0, const PROD
 #endif
         }
     }
+#endif
 }

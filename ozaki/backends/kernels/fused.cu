@@ -39,6 +39,7 @@
 // banks), and the constant tables of kulisch.cuh.
 
 #include "kulisch.cuh"
+#include "crt_mma.cuh"               // mma_s8, and the CRT sum on the tensor cores (CRT_MMA)
 
 #define THREADS (WARPS_M * WARPS_N * 32)
 #define WM (BM / WARPS_M)              // a warp's tile
@@ -79,20 +80,6 @@ __device__ __forceinline__ void wait_pending() { asm volatile("cp.async.wait_gro
 __device__ __forceinline__ void ldmatrix_x4(unsigned* r, const void* p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
-}
-
-__device__ __forceinline__ void mma_s8(int* c, const unsigned* a, const unsigned* b) {
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// m16n8k16: A two registers (rows gid, gid + 8; k 4 tig .. 4 tig + 3), B one (k 4 tig .. +3, n gid).
-__device__ __forceinline__ void mma_s8_k16(int* c, const unsigned* a, unsigned b) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 "
-                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
-                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(b));
 }
 
 struct Operands {
@@ -215,11 +202,6 @@ __device__ __forceinline__ void compute_stage(const signed char* sa, const signe
 #define FRAG_COL(nt, e) (wn + (nt) * 8 + 2 * tig + ((e) & 1))
 
 #ifdef EPILOGUE_CRT
-// An int as a double by the conversion instruction: one issue slot where kulisch.cuh's
-// to_double takes three (the fused kernel is issue-bound; its conversions, two an
-// output and modulus, stay well under the conversion pipe's quarter rate).
-__device__ __forceinline__ double exact_double(int v) { return __int2double_rn(v); }
-
 #ifdef FUSED_INT_MOD
 // The residues mod p_i of int32 values, as int8, on the integer pipes (cupy_backend: NEW_KERNELS
 // fused_int_mod): modular_int.cuh's IMAD.HI and a few simple operations where the FP64 way below
@@ -267,18 +249,10 @@ __device__ __forceinline__ void store_residues(const int (&x)[MT][NT][4], int i,
 #error "CRT_MMA needs the CRT digits' tables (kernel_tables.constant_tables(m, crt=True, digits=True))"
 #endif
 #if defined(EPILOGUE_CRT) && defined(CRT_MMA)
-// The CRT sum on the tensor cores (cupy_backend: NEW_KERNELS crt_mma; the tables CRT_KM,
-// CRT_ND, CRT_LD and CRT_BFRAG from kernel_tables.crt_digit_source).  S = sum_i r_i c_i' is
-// an integer product: the int8 residues of 32 outputs (the rows) times the balanced
-// base-256 digits D of the c_i' (|c_i'| <= P / 2, the same residue mod P as c_i), the
-// moduli the inner dimension (m16n8k16, or k32 from 17 moduli).  Each digit sum D_d =
-// sum_i r_i D_id is exact in int32 (|D_d| <= 32 * 128**2 = 2**19), and the limbs S_l =
-// (D_4l + 2**8 D_4l+1) + 2**16 (D_4l+2 + 2**8 D_4l+3) (|S_l| < 2**44) go to crt_lift as the
-// float64 sums of the other step do: the same lifted value, hence the same bits.  It takes
-// one slice pair (the Kulisch accumulator's shifts stay on the other step), rows of 32
-// outputs (BN % 32 == 0) and a warp's 32 x DROW int32 of digit sums (one output part at a
-// time) in the idle pipeline buffers; any other tile keeps the float64 sums.
-#define DROW (CRT_ND + 2)               // a row of digit sums: int2 stores and loads without bank conflicts
+// The CRT sum on the tensor cores (cupy_backend: NEW_KERNELS crt_mma; crt_mma.cuh) from the
+// residue tiles.  It takes one slice pair (the Kulisch accumulator's shifts stay on the other
+// step), rows of 32 outputs (BN % 32 == 0) and a warp's 32 x DROW int32 of digit sums (one
+// output part at a time) in the idle pipeline buffers; any other tile keeps the float64 sums.
 #if NPAIRS == 1 && NMOD <= 32 && BN % 32 == 0 && CRT_KM >= NMOD \
     && (THREADS / 32) * 32 * DROW * 4 <= STAGES * (BM + BN) * ROW
 #define CRT_ON_TENSOR_CORES
@@ -286,80 +260,18 @@ __device__ __forceinline__ void store_residues(const int (&x)[MT][NT][4], int i,
 #endif
 
 #ifdef CRT_ON_TENSOR_CORES
-// Four words, byte b of word j the residue of output b for modulus j, transposed in place
-// (eight byte permutes): byte j of word b.
-__device__ __forceinline__ void transpose_bytes(unsigned (&w)[4]) {
-    unsigned t0 = __byte_perm(w[0], w[1], 0x5140), t1 = __byte_perm(w[2], w[3], 0x5140);
-    unsigned t2 = __byte_perm(w[0], w[1], 0x7362), t3 = __byte_perm(w[2], w[3], 0x7362);
-    w[0] = __byte_perm(t0, t1, 0x5410);
-    w[1] = __byte_perm(t0, t1, 0x7632);
-    w[2] = __byte_perm(t2, t3, 0x5410);
-    w[3] = __byte_perm(t2, t3, 0x7632);
-}
-
 // The 32-bit limbs of S for one output part of the 32 outputs at row r, columns c0 .. c0 + 31
-// of the block's tile: lane u's output is column c0 + u.  A lane gathers the residues of
-// outputs c0 + 4 gid .. + 3 for moduli 16 kr + 4 tig .. + 3 as four words (the residue
-// tiles lie RES_SKEW bytes out of step, so that a quad's four lanes read distinct banks),
-// transposed into the A fragments of two m16 tiles: output 4 gid + 2 t + h is row gid + 8 h
-// of tile t.  The products' digit sums go through ``scratch`` (32 rows of DROW int32, the
-// warp's own) so that lane u holds output u's.
+// of the block's tile: lane u's output is column c0 + u.  A lane's words are four outputs'
+// bytes of a residue tile (the tiles lie RES_SKEW bytes out of step, so that a quad's four
+// lanes, which read four moduli, read distinct banks).
 __device__ __forceinline__ void crt_sum_mma(const signed char* res, int o, int r, int c0, int lane,
                                             const unsigned (&bfrag)[CRT_ND / 8][CRT_KM / 16], int* scratch,
                                             double (&S)[CRT_LD]) {
-    const int gid = lane >> 2, tig = lane & 3;
-    unsigned x[CRT_KM / 16][4];
-#pragma unroll
-    for (int kr = 0; kr < CRT_KM / 16; ++kr) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            int i = 16 * kr + 4 * tig + j;
-            i = i < NMOD ? i : NMOD - 1;                // past the moduli: any residue, its digits are zero
-            x[kr][j] = *reinterpret_cast<const unsigned*>(RES_AT(i * NOUT + o) + r * RES_ROW + c0 + 4 * gid);
-        }
-        transpose_bytes(x[kr]);
-    }
-    int d[2][CRT_ND / 8][4];
-#pragma unroll
-    for (int t = 0; t < 2; ++t)
-#pragma unroll
-        for (int nt = 0; nt < CRT_ND / 8; ++nt) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) d[t][nt][e] = 0;
-#if CRT_KM == 16
-            const unsigned a[2] = {x[0][2 * t], x[0][2 * t + 1]};
-            mma_s8_k16(d[t][nt], a, bfrag[nt][0]);
-#else
-            const unsigned a[4] = {x[0][2 * t], x[0][2 * t + 1], x[1][2 * t], x[1][2 * t + 1]};
-            const unsigned b[2] = {bfrag[nt][0], bfrag[nt][1]};
-            mma_s8(d[t][nt], a, b);
-#endif
-            // rows gid, gid + 8 of tile t: outputs 4 gid + 2 t, 4 gid + 2 t + 1; digits 8 nt + 2 tig, + 1
-            int* row = scratch + (4 * gid + 2 * t) * DROW + 8 * nt + 2 * tig;
-            *reinterpret_cast<int2*>(row) = make_int2(d[t][nt][0], d[t][nt][1]);
-            *reinterpret_cast<int2*>(row + DROW) = make_int2(d[t][nt][2], d[t][nt][3]);
-        }
-    __syncwarp();
-    const int* mine = scratch + lane * DROW;
-#pragma unroll
-    for (int l = 0; l < CRT_LD; ++l) {
-        int2 lo = *reinterpret_cast<const int2*>(mine + 4 * l), hi = *reinterpret_cast<const int2*>(mine + 4 * l + 2);
-        S[l] = fma(exact_double(hi.x + 256 * hi.y), 65536.0, exact_double(lo.x + 256 * lo.y));
-    }
-    __syncwarp();                                       // read before the next sum overwrites it
+    const int at = r * RES_ROW + c0 + 4 * (lane >> 2);
+    crt_digit_sums([&](int i) { return *reinterpret_cast<const unsigned*>(RES_AT(i * NOUT + o) + at); },
+                   lane, bfrag, scratch, S);
 }
 #endif
-
-// One output part: its Kulisch limbs normalized, rounded once to OUT_T at 2**e and
-// stored (with RESIDUAL, the rounding's residual beside it).
-__device__ __forceinline__ void store_rounded(long long* acc, long long e, OUT_T* out, double* rho) {
-#ifdef RESIDUAL
-    normalize(acc, LACC);
-    *out = round_to<LACC, OUT_T, true>(acc, e, rho);
-#else
-    *out = rounded<LACC>(acc, e);
-#endif
-}
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 fused(const signed char* a0, const signed char* a1, const signed char* a2,
@@ -514,19 +426,16 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
         if (r >= m_left || c >= n_left) return;
         long long e = beta_a[a_row0 + r] + beta_b[b_row0 + c];
         long long at = g * out_gstride + (long long)(i0 + r) * out_rstride + j0 + c;
-        store_rounded(acc_l[0], e, out0 + at, rho0 + at);
+        store_rounded<LACC>(acc_l[0], e, out0 + at, rho0 + at);
 #if NOUT == 2
-        store_rounded(acc_l[1], e, out1 + at, rho1 + at);
+        store_rounded<LACC>(acc_l[1], e, out1 + at, rho1 + at);
 #endif
     };
 #ifdef CRT_ON_TENSOR_CORES
     wait_pending<0>();                   // (only empty groups are left) the pipeline buffers take the digit sums
     __syncthreads();
     unsigned bfrag[CRT_ND / 8][CRT_KM / 16];
-#pragma unroll
-    for (int nt = 0; nt < CRT_ND / 8; ++nt)
-#pragma unroll
-        for (int kr = 0; kr < CRT_KM / 16; ++kr) bfrag[nt][kr] = CRT_BFRAG[nt][kr][lane];
+    load_crt_digits(bfrag, lane);
     int* scratch = reinterpret_cast<int*>(pipe) + warp * 32 * DROW;
     for (int chunk = warp; chunk < BM * BN / 32; chunk += THREADS / 32) {
         const int r = chunk * 32 / BN, c0 = chunk * 32 - r * BN;

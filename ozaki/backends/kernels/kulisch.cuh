@@ -82,3 +82,15 @@ __device__ __forceinline__ OUT_T rounded(long long* acc, long long e) {
     return round_to<L, OUT_T>(acc, e);
 #endif
 }
+
+// One output part's L Kulisch limbs rounded once to OUT_T at 2**e and stored at ``out``
+// (with RESIDUAL, the rounding's residual at ``rho``).
+template <int L>
+__device__ __forceinline__ void store_rounded(long long* acc, long long e, OUT_T* out, double* rho) {
+#ifdef RESIDUAL
+    normalize(acc, L);
+    *out = round_to<L, OUT_T, true>(acc, e, rho);
+#else
+    *out = rounded<L>(acc, e);
+#endif
+}
