@@ -517,10 +517,13 @@ def flags_found(flags_a, flags_b, host=True):
 #                     in the direct graphs, which take B^T's view
 #   epilogue_mma      the unfused epilogue's CRT sums on the tensor cores (epilogue.cu CRT_MMA,
 #                     crt_mma.cuh: fused.cu's crt_mma over the residue GEMM's int8 residues read
-#                     from memory, a warp 32 outputs of a row) for one slice pair of a real
-#                     product, up to 32 moduli, cols a multiple of 32 (_epilogue_mma): SASS
-#                     (ptxas 13.0, 16 moduli) about 244 instructions an output in the loop against
-#                     about 490 (VEC 2); the epilogue took 0.080 of 2048^2's 0.75 ms (run 8a5cb17)
+#                     from memory, a warp 32 outputs of a row; complex: the digit sums of the
+#                     Karatsuba three combined) for one slice pair, up to 32 moduli, cols a
+#                     multiple of 32 (_epilogue_mma): SASS (ptxas 13.0) 16 moduli real about 244
+#                     instructions an output in the loop against about 490 (VEC 2); complex 25
+#                     moduli interleaved (the FFT's) 1,088 static against 1,944.  The epilogue took
+#                     0.080 of 2048^2's 0.75 ms (run 8a5cb17), about 177 of fftn 1024^3's 746 ms (runs
+#                     70d50c8, 4e93d24)
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
                "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced", "residue_int_mod",
                "two_words", "fused_int_mod", "crt_mma", "tiled_bt", "epilogue_mma")
@@ -1033,13 +1036,13 @@ def _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride):
     return vec
 
 
-def _epilogue_mma(arrays, m, complex_, npairs, interleave, rows, cols, mod_stride, row_stride):
+def _epilogue_mma(arrays, m, npairs, rows, cols, mod_stride, row_stride):
     """Whether epilogue.cu takes these product stacks' CRT sums on the tensor cores (CRT_MMA,
-    NEW_KERNELS epilogue_mma): one slice pair of a real product's int8 residues, at most
-    CRT_DIGITS_MAX_MODULI moduli, not interleaved, cols a multiple of 32 (a warp's outputs
-    lie in one row), the strides multiples of 4 and every base 4-byte aligned (a lane's four
-    residues are one load)."""
-    return (npairs == 1 and not complex_ and not interleave and arrays[0].dtype == cupy.int8
+    NEW_KERNELS epilogue_mma): one slice pair of int8 residues (real, or complex's Karatsuba
+    three), at most CRT_DIGITS_MAX_MODULI moduli, cols a multiple of 32 (a warp's outputs lie in
+    one row), the strides multiples of 4 and every base 4-byte aligned (a lane's four residues
+    are one load)."""
+    return (npairs == 1 and arrays[0].dtype == cupy.int8
             and m <= CRT_DIGITS_MAX_MODULI and cols % 32 == 0 and mod_stride % 4 == 0 and row_stride % 4 == 0
             and rows < 2 ** 31 and all(P.data.ptr % 4 == 0 for P in arrays) and _new_kernel("epilogue_mma"))
 
@@ -1125,7 +1128,7 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
     if interleave and matrices > 1:
         defines += (("INTERLEAVED", matrices),)
         out_rows, out_cols = rows // matrices, cols * matrices
-    mma = _epilogue_mma(arrays, m, complex_, npairs, interleave, rows, cols, mod_stride, row_stride)
+    mma = _epilogue_mma(arrays, m, npairs, rows, cols, mod_stride, row_stride)
     if mma:
         defines += (("CRT_MMA", 1),)
     vec = 1 if interleave or mma else _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride)

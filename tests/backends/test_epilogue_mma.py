@@ -1,7 +1,7 @@
 """epilogue.cu's CRT sums on the tensor cores (CRT_MMA, NEW_KERNELS epilogue_mma; needs a CUDA
-device): int8 residues of known integers lifted, rounded once and written, checked against
-Python's integers and Fractions; and ozaki.matmul through the residue GEMM with it, against the
-CPU's bits."""
+device): int8 residues of known integers (real, and complex products' Karatsuba three) lifted,
+rounded once and written, checked against Python's integers and Fractions; ozaki.matmul through
+the residue GEMM and the FFT with it, against the CPU's bits."""
 
 import math
 import random
@@ -78,59 +78,84 @@ def residues_of(values, m, shape):
     return r.astype(np.int8).reshape((m,) + shape)
 
 
-@pytest.mark.parametrize("m", [1, 2, 13, 14, 16, 17, 31, 32])
-@pytest.mark.parametrize("case", ["plain", "view", "stacked", "residual", "float32"])
+def karatsuba_residues(rng, m, re, im, shape):
+    """int8 (m, *shape) stacks P1, P2, P3 of symmetric residues whose P1 - P2 and P3 - P1 - P2
+    are the integers ``re`` and ``im`` mod each p (P1 drawn at random), as a complex product's
+    residue GEMMs give them."""
+    ps = np.array([int(p) for p in crt.moduli(m)])[:, None]
+    P1 = inputs.symmetric_residues(rng.integers(-128, 128, (m, len(re))), ps)
+    P2 = inputs.symmetric_residues(P1 - np.array(re, dtype=object)[None, :], ps)
+    P3 = inputs.symmetric_residues(np.array(im, dtype=object)[None, :] + P1 + P2, ps)
+    return tuple(P.astype(np.int8).reshape((m,) + shape) for P in (P1, P2, P3))
+
+
+CASES = ["plain", "view", "stacked", "residual", "float32", "complex", "complex_residual", "complex_interleaved"]
+
+
+@pytest.mark.parametrize("m", [1, 2, 13, 14, 16, 17, 25, 31, 32])
+@pytest.mark.parametrize("case", CASES)
 def test_exact_integers(rng, monkeypatch, m, case):
     """cupy_backend.epilogue with CRT_MMA: each output is its integer rounded once at 2**(beta_a +
     beta_b) (Fractions), subnormal results among them; a view of a wider stack (base 32 bytes in,
-    the row stride past cols), a stack of matrices (STACKED), the residuals, float32 outputs."""
+    the row stride past cols), a stack of matrices (STACKED), the residuals, float32 outputs;
+    complex products (the Karatsuba three), with residuals, and a stack of four written as the
+    column classes of one output (INTERLEAVED, the FFT's)."""
     import cupy
     from ozaki.backends import cupy_backend
     builds = mma_on(monkeypatch)
-    rows, cols, matrices = (15, 32, 3) if case == "stacked" else (37, 64, 1)
-    values = draws(rng, m, rows * cols)
-    res = residues_of(values, m, (rows, cols))
+    complex_ = case.startswith("complex")
+    interleave = case == "complex_interleaved"
+    rows, cols, matrices = {"stacked": (15, 32, 3), "complex_interleaved": (12, 32, 4)}.get(case, (37, 64, 1))
+    parts = [draws(rng, m, rows * cols) for _ in range(2 if complex_ else 1)]
+    if complex_:
+        stacks = karatsuba_residues(rng, m, parts[0], parts[1], (rows, cols))
+    else:
+        stacks = (residues_of(parts[0], m, (rows, cols)),)
     if case == "view":
         wide = np.zeros((m, rows, cols + 64), dtype=np.int8)
-        wide[:, :, 32:32 + cols] = res
+        wide[:, :, 32:32 + cols] = stacks[0]
         wide[:, :, :32] = 77                              # bytes the kernel must not read into a sum
         wide[:, :, 32 + cols:] = -77
-        stack = cupy.asarray(wide)[:, :, 32:32 + cols]
+        on_device = (cupy.asarray(wide)[:, :, 32:32 + cols],)
     else:
-        stack = cupy.asarray(res)
+        on_device = tuple(cupy.asarray(S) for S in stacks)
     ba = rng.integers(-1100, -100, rows)
     ba[:2] = -1150 + 20 * (m > 8)                         # some results subnormal
     bb = rng.integers(-80, 0, matrices * cols)
     dtype = np.float32 if case == "float32" else np.float64
     if dtype == np.float32:                               # float32's range, normal and subnormal
         ba = rng.integers(-100, -60, rows) - math.prod(int(p) for p in crt.moduli(m)).bit_length()
-    residual = case == "residual"
-    got = cupy_backend.epilogue([(stack,)], [0], m, cupy.asarray(ba), cupy.asarray(bb), out_dtype=dtype,
-                                residual=residual, matrices=matrices)
+    residual = case.endswith("residual")
+    got = cupy_backend.epilogue([on_device], [0], m, cupy.asarray(ba), cupy.asarray(bb), out_dtype=dtype,
+                                residual=residual, matrices=matrices, interleave=interleave)
     assert builds[-1].get("CRT_MMA") == 1, builds[-1]
-    out = cupy.asnumpy(got[0])
-    rho = cupy.asnumpy(got[1]) if residual else None
+    nout = len(parts)
+    outs = [cupy.asnumpy(g) for g in got[:nout]]
+    rhos = [cupy.asnumpy(g) for g in got[nout:]] if residual else None
     matrix_rows = rows // matrices
-    for i in range(rows):
-        for j in range(cols):
-            e = int(ba[i] + bb[(i // matrix_rows) * cols + j])
-            want, want_rho = rounded(values[i * cols + j], e, dtype)
-            assert same_bits(np.array(out[i, j]), np.array(want, dtype=dtype)), (i, j, out[i, j], want)
-            if residual:
-                if want_rho is None:
-                    assert np.isnan(rho[i, j]), (i, j)
-                else:
-                    assert rho[i, j] == want_rho, (i, j, rho[i, j], want_rho)
+    for o in range(nout):
+        for i in range(rows):
+            g, r = divmod(i, matrix_rows)
+            for j in range(cols):
+                e = int(ba[i] + bb[g * cols + j])
+                want, want_rho = rounded(parts[o][i * cols + j], e, dtype)
+                at = (r, j * matrices + g) if interleave else (i, j)
+                assert same_bits(np.array(outs[o][at]), np.array(want, dtype=dtype)), (o, i, j, outs[o][at], want)
+                if residual:
+                    if want_rho is None:
+                        assert np.isnan(rhos[o][at]), (o, i, j)
+                    else:
+                        assert rhos[o][at] == want_rho, (o, i, j, rhos[o][at], want_rho)
 
 
 def test_other_stacks_keep_the_float64_sums(rng, monkeypatch):
     """Columns not a multiple of 32, a base off 4-byte alignment, 33 moduli, several slice
-    pairs, complex: no CRT_MMA, and the same bits as the CPU."""
+    pairs (real and complex): no CRT_MMA, and the same bits as the CPU."""
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
     builds = mma_on(monkeypatch)
     cases = [(16, (20, 48), 0, 1, False), (16, (20, 64), 1, 1, False), (33, (8, 32), 0, 1, False),
-             (16, (8, 32), 0, 2, False), (16, (8, 32), 0, 1, True)]
+             (16, (8, 32), 0, 2, False), (16, (8, 32), 0, 2, True), (16, (20, 48), 0, 1, True)]
     for m, (rows, cols), offset, pairs, complex_ in cases:
         nin = 3 if complex_ else 1
         stacks = [rng.integers(-128, 128, (m, rows, cols)).astype(np.int8) for _ in range(pairs * nin)]
@@ -152,8 +177,8 @@ def test_other_stacks_keep_the_float64_sums(rng, monkeypatch):
 @pytest.mark.parametrize("mode", ["fast", "accurate", "exact"])
 def test_same_bits_through_the_residue_gemm(rng, monkeypatch, mode):
     """ozaki.matmul on the residue GEMM's path with epilogue_mma on gives the CPU's bits: wide
-    exponents with zeros and specials, a stack with a broadcast operand, float32, 8 to 32
-    moduli; one slice pair of at most 32 moduli (fast and accurate) takes CRT_MMA, exact mode's
+    exponents with zeros and specials, a stack with a broadcast operand, float32, complex, 8 to
+    32 moduli; one slice pair of at most 32 moduli (fast and accurate) takes CRT_MMA, exact mode's
     pairs do not."""
     import cupy
     from ozaki.backends import cupy_backend
@@ -164,7 +189,9 @@ def test_same_bits_through_the_residue_gemm(rng, monkeypatch, mode):
     B = inputs.sprinkle_zeros(rng, inputs.wide(rng, (300, 128), 30))
     S = inputs.normal(rng, (5, 64, 100))
     T = inputs.normal(rng, (1, 100, 96))
-    cases = [(A, B, {}), (S, T, {}), (A.astype(np.float32), B.astype(np.float32), {})]
+    Z = inputs.normal(rng, (40, 100)) + 1j * inputs.wide(rng, (40, 100), 20)
+    W = inputs.normal(rng, (100, 64)) - 1j * inputs.normal(rng, (100, 64))
+    cases = [(A, B, {}), (S, T, {}), (A.astype(np.float32), B.astype(np.float32), {}), (Z, W, {})]
     if mode != "exact":
         cases += [(A, B, {"num_moduli": nm}) for nm in (8, 17, 32)]
     for X, Y, kw in cases:
@@ -178,3 +205,23 @@ def test_same_bits_through_the_residue_gemm(rng, monkeypatch, mode):
             assert not taken
         else:
             assert taken, (X.shape, kw, builds)
+
+
+def test_fft_same_bits(rng, monkeypatch):
+    """ozaki.fft with epilogue_mma on gives the CPU's bits: a batch of transforms whose complex
+    products take CRT_MMA (the quarter turns' interleaved stacks among them where they run),
+    and a cube."""
+    import cupy
+    from ozaki import fft as offt
+    from ozaki.backends import cupy_backend
+    if cupy_backend._residue_gemm_library(build=False)[0] is None:
+        pytest.skip("the residue GEMM is not built (python -m ozaki build)")
+    builds = mma_on(monkeypatch)
+    batch = inputs.normal(rng, (64, 1024)) + 1j * inputs.normal(rng, (64, 1024))
+    cube = inputs.normal(rng, (32, 32, 64)) - 1j * inputs.normal(rng, (32, 32, 64))
+    for x, transform in ((batch, offt.fft), (cube, offt.fftn)):
+        del builds[:]
+        cpu = transform(x)
+        gpu = cupy.asnumpy(transform(cupy.asarray(x)))
+        assert same_bits(cpu, gpu), x.shape
+        assert any(b.get("CRT_MMA") == 1 and b.get("COMPLEX") == 1 for b in builds), (x.shape, builds)

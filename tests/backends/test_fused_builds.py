@@ -85,15 +85,16 @@ def test_builds_compile_without_spills(m, parts, extra):
 
 EPILOGUE_BUILDS = [(m, extra) for m in (1, 14, 16, 17, 32)
                    for extra in ((("TWO_WORDS", 1), ("EPILOGUE_BLOCKS", 4)), (("STACKED", 1), ("RESIDUAL", 1)))] + [
-    (16, (("OUT_T", "float"),))]
+    (16, (("OUT_T", "float"),)), (16, (("COMPLEX", 1), ("RESIDUAL", 1))), (32, (("COMPLEX", 1), ("EPILOGUE_BLOCKS", 4))),
+    (25, (("COMPLEX", 1), ("EPILOGUE_BLOCKS", 4), ("STACKED", 1), ("INTERLEAVED", 4)))]
 
 
 @pytest.mark.skipif(sass.tool("nvcc") is None, reason="needs nvcc")
 @pytest.mark.parametrize("m,extra", EPILOGUE_BUILDS, ids=[f"m{m}-" + "-".join(k for k, _ in e) for m, e in EPILOGUE_BUILDS])
 def test_epilogue_mma_builds_compile_without_spills(m, extra):
     """epilogue.cu's CRT sums on the tensor cores (CRT_MMA, crt_mma.cuh beside fused.cu's) compile
-    for sm_90a for one and two m16n8k16 / m16n8k32 digit tiles, stacked, with residuals and
-    float32 outputs, without spills; and the preprocessed kernel sums the digits on the tensor
+    for sm_90a for one and two m16n8k16 / m16n8k32 digit tiles, stacked, with residuals,
+    float32 outputs, complex and the FFT's interleaved stacks, without spills; and the preprocessed kernel sums the digits on the tensor
     cores, not in float64."""
     d = [("PROD_T", "signed char"), ("SINGLE_PAIR", 1), ("OUT_T", "double"), ("CRT_MMA", 1)] + list(extra)
     d = list(dict(d).items())
@@ -107,4 +108,4 @@ def test_epilogue_mma_builds_compile_without_spills(m, extra):
         pre = subprocess.run([cxx, "-E", "-P", "-x", "c++", "-I", sass.KERNELS, "-"], input=text, capture_output=True,
                              text=True, check=True).stdout
         body = pre[pre.index("extern \"C\""):]                  # the kernel, after the helpers
-        assert "crt_digit_sums(" in body and "crt_add(" not in body
+        assert ("crt_digit_sums(" in body or "digit_products(" in body) and "crt_add(" not in body

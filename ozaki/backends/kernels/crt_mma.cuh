@@ -54,17 +54,18 @@ __device__ __forceinline__ void load_crt_digits(unsigned (&bfrag)[CRT_ND / 8][CR
         for (int kr = 0; kr < CRT_KM / 16; ++kr) bfrag[nt][kr] = CRT_BFRAG[nt][kr][lane];
 }
 
-// The 32-bit limbs of S for 32 outputs (a warp's, all lanes together): lane u receives
-// output u's.  ``word(i)`` gives the residues of outputs 4 gid .. 4 gid + 3 for modulus i
-// (i < NMOD) as one word, byte b output 4 gid + b; a lane asks for moduli 16 kr + 4 tig ..
-// + 3, and the four words are transposed into the A fragments of two m16 tiles: output
-// 4 gid + 2 t + h is row gid + 8 h of tile t.  The products' digit sums go through
-// ``scratch`` (32 rows of DROW int32, the warp's own) so that lane u holds output u's.
+// The three steps of the CRT sum for 32 outputs (a warp's, all lanes together).
+#define DIGIT_TILES (CRT_ND / 8)
+typedef unsigned ResidueFragments[CRT_KM / 16][4];
+typedef int DigitSums[2][DIGIT_TILES][4];
+
+// 1. The residues as A fragments.  ``word(i)`` gives the residues of outputs 4 gid .. 4 gid + 3
+// for modulus i (i < NMOD) as one word, byte b output 4 gid + b; a lane asks for moduli
+// 16 kr + 4 tig .. + 3, and the four words are transposed into the A fragments of two m16
+// tiles: output 4 gid + 2 t + h is row gid + 8 h of tile t.
 template <class Word>
-__device__ __forceinline__ void crt_digit_sums(Word word, int lane, const unsigned (&bfrag)[CRT_ND / 8][CRT_KM / 16],
-                                               int* scratch, double (&S)[CRT_LD]) {
-    const int gid = lane >> 2, tig = lane & 3;
-    unsigned x[CRT_KM / 16][4];
+__device__ __forceinline__ void residue_fragments(Word word, int lane, ResidueFragments& x) {
+    const int tig = lane & 3;
 #pragma unroll
     for (int kr = 0; kr < CRT_KM / 16; ++kr) {
 #pragma unroll
@@ -74,13 +75,16 @@ __device__ __forceinline__ void crt_digit_sums(Word word, int lane, const unsign
         }
         transpose_bytes(x[kr]);
     }
-    int d[2][CRT_ND / 8][4];
+}
+
+// 2. d = the residues times the digits, plus d (the digit sums are linear in the residues:
+// a complex product's Karatsuba differences are differences of the parts' sums).
+__device__ __forceinline__ void digit_products(const ResidueFragments& x, const unsigned (&bfrag)[DIGIT_TILES][CRT_KM / 16],
+                                               DigitSums& d) {
 #pragma unroll
     for (int t = 0; t < 2; ++t)
 #pragma unroll
-        for (int nt = 0; nt < CRT_ND / 8; ++nt) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) d[t][nt][e] = 0;
+        for (int nt = 0; nt < DIGIT_TILES; ++nt) {
 #if CRT_KM == 16
             const unsigned a[2] = {x[0][2 * t], x[0][2 * t + 1]};
             mma_s8_k16(d[t][nt], a, bfrag[nt][0]);
@@ -89,6 +93,18 @@ __device__ __forceinline__ void crt_digit_sums(Word word, int lane, const unsign
             const unsigned b[2] = {bfrag[nt][0], bfrag[nt][1]};
             mma_s8(d[t][nt], a, b);
 #endif
+        }
+}
+
+// 3. The digit sums through ``scratch`` (32 rows of DROW int32, the warp's own), so that lane u
+// holds output u's, folded into the 32-bit limbs of S: S_l = (D_4l + 2**8 D_4l+1) + 2**16
+// (D_4l+2 + 2**8 D_4l+3), exact for |D| < 2**22 (|S_l| < 2**47).
+__device__ __forceinline__ void fold_digit_sums(const DigitSums& d, int lane, int* scratch, double (&S)[CRT_LD]) {
+    const int gid = lane >> 2, tig = lane & 3;
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+        for (int nt = 0; nt < DIGIT_TILES; ++nt) {
             // rows gid, gid + 8 of tile t: outputs 4 gid + 2 t, 4 gid + 2 t + 1; digits 8 nt + 2 tig, + 1
             int* row = scratch + (4 * gid + 2 * t) * DROW + 8 * nt + 2 * tig;
             *reinterpret_cast<int2*>(row) = make_int2(d[t][nt][0], d[t][nt][1]);
@@ -102,5 +118,17 @@ __device__ __forceinline__ void crt_digit_sums(Word word, int lane, const unsign
         S[l] = fma(exact_double(hi.x + 256 * hi.y), 65536.0, exact_double(lo.x + 256 * lo.y));
     }
     __syncwarp();                                       // read before the next sum overwrites it
+}
+
+// The 32-bit limbs of S for 32 outputs of one residue stack (``word`` as residue_fragments'):
+// lane u receives output u's.
+template <class Word>
+__device__ __forceinline__ void crt_digit_sums(Word word, int lane, const unsigned (&bfrag)[DIGIT_TILES][CRT_KM / 16],
+                                               int* scratch, double (&S)[CRT_LD]) {
+    ResidueFragments x;
+    residue_fragments(word, lane, x);
+    DigitSums d = {};
+    digit_products(x, bfrag, d);
+    fold_digit_sums(d, lane, scratch, S);
 }
 #endif

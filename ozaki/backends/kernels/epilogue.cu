@@ -36,10 +36,10 @@
 //                roof, run 54dc438).  The host picks VEC where cols, the strides and
 //                the base pointers are multiples of it (cupy_backend._epilogue_vec).
 //   CRT_MMA      defined: the CRT sums on the tensor cores (crt_mma.cuh; cupy_backend: NEW_KERNELS
-//                epilogue_mma): one slice pair of a real product's int8 residues (the residue
-//                GEMM's), up to 32 moduli, VEC 1, not INTERLEAVED; a warp lifts 32 outputs of a
-//                row at a time: cols a multiple of 32, the strides of 4 and the base aligned to 4
-//                bytes (the host's choice: a lane's four outputs are one aligned load).
+//                epilogue_mma): one slice pair of int8 residues (the residue GEMM's), real or
+//                complex, up to 32 moduli, VEC 1; a warp lifts 32 outputs of a row at a time:
+//                cols a multiple of 32, the strides of 4 and the bases aligned to 4 bytes (the
+//                host's choice: a lane's four outputs are one aligned load).
 //                Needs the CRT digits' tables (constant_tables(m, crt=True, digits=True)).
 // and the constant tables MOD_P, MOD_INV, CRT_C (NMOD x LP limbs of c_i),
 // CRT_P (LP limbs of P) and CRT_INV_P from cupy_backend._constant_tables.
@@ -78,9 +78,8 @@
 #if defined(INTERLEAVED) && (VEC != 1 || !defined(STACKED))
 #error "INTERLEAVED needs STACKED and VEC 1"
 #endif
-#if defined(CRT_MMA) && (!defined(SINGLE_PAIR) || defined(COMPLEX) || defined(INTERLEAVED) || VEC != 1 \
-                         || !defined(CRT_ND) || NMOD > CRT_KM)
-#error "CRT_MMA takes one slice pair of a real product's int8 residues (VEC 1, not INTERLEAVED) and the CRT digits' tables"
+#if defined(CRT_MMA) && (!defined(SINGLE_PAIR) || VEC != 1 || !defined(CRT_ND) || NMOD > CRT_KM)
+#error "CRT_MMA takes one slice pair of int8 residues (VEC 1) and the CRT digits' tables"
 #endif
 
 // VEC adjacent products, loaded at once (their address a multiple of the pack's size).
@@ -126,23 +125,62 @@ extern "C" __global__ void EPILOGUE_BOUNDS epilogue(const PROD_T* p0, const PROD
     const long long R = ((long long)gridDim.x * blockDim.x >> 5) / chunks;
     const long long c0 = 32 * (w % chunks), col = c0 + lane;
     for (long long r = w / chunks; r < rows; r += R) {
-        const PROD_T* at = p0 + r * row_stride + c0 + 4 * (lane >> 2);      // the lane's four outputs to gather
-        double S[CRT_LD];
         static_assert(sizeof(PROD_T) == 1, "CRT_MMA reads int8 residues");
-        crt_digit_sums([&](int i) { return __ldg(reinterpret_cast<const unsigned*>(at + i * mod_stride)); }, lane,
-                       bfrag, scratch, S);
-        long long acc[LACC];
+        const long long idx = r * row_stride + c0 + 4 * (lane >> 2);          // the lane's four outputs to gather
+        auto words = [&](const PROD_T* p) {                                     // one stack's residue words
+            return [=](int i) { return __ldg(reinterpret_cast<const unsigned*>(p + idx + i * mod_stride)); };
+        };
+        long long acc[NOUT][LACC];
 #pragma unroll
-        for (int l = 0; l < LACC; ++l) acc[l] = 0;
-        crt_lift<CRT_LD>(S, acc, 0);
+        for (int o = 0; o < NOUT; ++o)
+#pragma unroll
+            for (int l = 0; l < LACC; ++l) acc[o][l] = 0;
+        double S[CRT_LD];
+#ifdef COMPLEX
+        // The digit sums are linear in the residues: Re's are P1's less P2's, Im's P3's less both
+        // (|D| < 3 * 32 * 2**14 < 2**21), the same S as the Karatsuba differences' (unreduced).
+        ResidueFragments x;
+        DigitSums d1 = {}, d2 = {};
+        residue_fragments(words(p0), lane, x);
+        digit_products(x, bfrag, d1);
+        residue_fragments(words(p1), lane, x);
+        digit_products(x, bfrag, d2);
+#pragma unroll
+        for (int t = 0; t < 2; ++t)
+#pragma unroll
+            for (int nt = 0; nt < DIGIT_TILES; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int a1 = d1[t][nt][e], a2 = d2[t][nt][e];
+                    d2[t][nt][e] = a1 - a2;                   // Re
+                    d1[t][nt][e] = -(a1 + a2);                // P3's products start from it: Im
+                }
+        fold_digit_sums(d2, lane, scratch, S);
+        crt_lift<CRT_LD>(S, acc[0], 0);
+        residue_fragments(words(p2), lane, x);
+        digit_products(x, bfrag, d1);
+        fold_digit_sums(d1, lane, scratch, S);
+        crt_lift<CRT_LD>(S, acc[1], 0);
+#else
+        crt_digit_sums(words(p0), lane, bfrag, scratch, S);
+        crt_lift<CRT_LD>(S, acc[0], 0);
+#endif
 #ifdef STACKED
-        // (rows < 2**32: the host's; a 32-bit division)
-        const long long e = beta_a[r] + beta_b[(long long)((unsigned)r / (unsigned)matrix_rows) * cols + col];
+        const long long g = (unsigned)r / (unsigned)matrix_rows;          // (rows < 2**32: the host's)
+        const long long e = beta_a[r] + beta_b[g * cols + col];
 #else
         const long long e = beta_a[r] + beta_b[col];
 #endif
+#ifdef INTERLEAVED
+        // matrix g's row r - g matrix_rows, column col: the output's row, column col INTERLEAVED + g
+        const long long out_at = (r - g * matrix_rows) * out_stride + (col * INTERLEAVED + g) * out_step;
+#else
         const long long out_at = r * out_stride + col * out_step;
-        store_rounded<LACC>(acc, e, out0 + out_at, rho0 + out_at);
+#endif
+        store_rounded<LACC>(acc[0], e, out0 + out_at, rho0 + out_at);
+#ifdef COMPLEX
+        store_rounded<LACC>(acc[1], e, out1 + out_at, rho1 + out_at);
+#endif
     }
 #else
     // Every product array has shape (NMOD, rows, cols) with the same strides (in
