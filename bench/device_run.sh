@@ -207,9 +207,10 @@
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
 #   s31b      epilogue_mma (epilogue.cu's CRT sums on the tensor cores, crt_mma.cuh): its GPU tests, and
 #             fused.cu's crt_mma and the epilogue's tests after the shared header, at once; then the
-#             residue GEMM's products, real and complex, with it off and on in turns (about 350 s)
+#             residue GEMM's products, real and complex, with it off and on in turns; then s31c's
+#             (about 450 s)
 #   s31c      epilogue_mma on the FFT (cube 256, batch 4096 x 1024, 2^20) off and on in turns, and the
-#             kernels' times of 2048^2 and the batch both ways (bench.kernel_times; about 300 s)
+#             kernels' times of 2048^2 and the batch both ways (bench.kernel_times; about 200 s)
 #   s31a      tiled_bt (a stack's B^T rows through transpose.cu's tiles): its GPU test and the graphs'
 #             at once; then the stacks with it off and on in turns; the short tile at 3 stages
 #             (OZAKI_FUSED_TILES) against 4 in turns on the whole call; issue 16's graph-replayed
@@ -744,14 +745,15 @@ elif [ "$profile" = s30a ]; then
         stage fft_six_step_fused 40 python3 -m bench.fft --batches 4096x512 4096x1024 --sizes --repeats 5 \
             --epilogue 300 --path fused --out "$W/fft_six_step_fused.json"
     fi
-elif [ "$profile" = s31b ]; then
-    gpu_tests gpu_epilogue_mma 200 tests/backends/test_epilogue_mma.py &
-    gpu_tests gpu_crt_shared 200 tests/backends/test_fused.py tests/backends/test_cupy_backend.py \
-        -k "crt_on_tensor_cores or epilogue" &
-    wait
-    with_and_without epilogue_mma 50 --sizes 1024 2048 4096 --shapes 256x256x256x256 16x1024x1024x1024 \
-        --families normal complex --no-emulated --samples 4 --modes accurate
-elif [ "$profile" = s31c ]; then
+elif [ "$profile" = s31b ] || [ "$profile" = s31c ]; then
+    if [ "$profile" = s31b ]; then
+        gpu_tests gpu_epilogue_mma 170 tests/backends/test_epilogue_mma.py &
+        gpu_tests gpu_crt_shared 170 tests/backends/test_fused.py tests/backends/test_cupy_backend.py \
+            -k "crt_on_tensor_cores or epilogue" &
+        wait
+        with_and_without epilogue_mma 50 --sizes 1024 2048 4096 --shapes 256x256x256x256 16x1024x1024x1024 \
+            --families normal complex --no-emulated --samples 4 --modes accurate
+    fi
     off=$(new_kernels -epilogue_mma) on=$(new_kernels +epilogue_mma)
     for turn in 1 2; do
         for x in off on; do
