@@ -1,12 +1,12 @@
-"""The CRT sum on the tensor cores (crt_mma.cuh: fused.cu's and epilogue.cu's CRT_MMA) emulated
-byte for byte for one warp, on the host: the residue tiles' bytes with RES_SKEW, each lane's word loads, __byte_perm's transpose,
-mma.sync m16n8k16 / m16n8k32 .s8 with the fragment layouts coded from the PTX ISA (independent
-of kernel_tables' encoder), the digit sums' scratch, the int32 folds and crt_lift with correctly
-rounded FMAs; every output of the row must lift to its integer CRT value.  The epilogue's form
-reads the residues from strided stacks in memory and combines a complex product's three
-(its test caught a wrong sign of the combination and a wrong lane grouping, each planted).  (Written by a review
-of the kernel; it caught a wrong byte-permute selector, swapped k32 A registers, a wrong scratch
-row and a wrong fold weight, each planted.)"""
+"""The CRT sum on the tensor cores (crt_mma.cuh: fused.cu's and epilogue.cu's CRT_MMA) emulated byte
+for byte for one warp, on the host: the residue tiles' bytes with RES_SKEW, each lane's word loads,
+__byte_perm's transpose, mma.sync m16n8k16 / m16n8k32 .s8 with the fragment layouts coded from the
+PTX ISA (independent of kernel_tables' encoder), the digit sums' scratch, the int32 folds and
+crt_lift with correctly rounded FMAs; every output of the row must lift to its integer CRT value.
+The epilogue's form reads the residues from strided stacks in memory and combines a complex
+product's three (its test caught a wrong sign of the combination and a wrong lane grouping, each
+planted). (Written by a review of the kernel; it caught a wrong byte-permute selector, swapped k32 A
+registers, a wrong scratch row and a wrong fold weight, each planted.)"""
 
 import math
 import random
