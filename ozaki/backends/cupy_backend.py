@@ -1042,7 +1042,7 @@ def _epilogue_mma(arrays, m, npairs, rows, cols, mod_stride, row_stride):
     three), at most CRT_DIGITS_MAX_MODULI moduli, cols a multiple of 32 (a warp's outputs lie in
     one row), the strides multiples of 4 and every base 4-byte aligned (a lane's four residues
     are one load)."""
-    return (npairs == 1 and arrays[0].dtype == cupy.int8
+    return (npairs == 1 and arrays[0].dtype == cupy.int8 and rows > 0 and cols > 0
             and m <= CRT_DIGITS_MAX_MODULI and cols % 32 == 0 and mod_stride % 4 == 0 and row_stride % 4 == 0
             and rows < 2 ** 31 and all(P.data.ptr % 4 == 0 for P in arrays) and _new_kernel("epilogue_mma"))
 

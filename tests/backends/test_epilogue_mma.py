@@ -89,7 +89,8 @@ def karatsuba_residues(rng, m, re, im, shape):
     return tuple(P.astype(np.int8).reshape((m,) + shape) for P in (P1, P2, P3))
 
 
-CASES = ["plain", "view", "stacked", "residual", "float32", "complex", "complex_residual", "complex_interleaved"]
+CASES = ["plain", "view", "stacked", "residual", "float32", "complex", "complex_residual", "complex_interleaved",
+         "looped"]
 
 
 @pytest.mark.parametrize("m", [1, 2, 13, 14, 16, 17, 25, 31, 32])
@@ -98,14 +99,18 @@ def test_exact_integers(rng, monkeypatch, m, case):
     """cupy_backend.epilogue with CRT_MMA: each output is its integer rounded once at 2**(beta_a +
     beta_b) (Fractions), subnormal results among them; a view of a wider stack (base 32 bytes in,
     the row stride past cols), a stack of matrices (STACKED), the residuals, float32 outputs;
-    complex products (the Karatsuba three), with residuals, and a stack of four written as the
-    column classes of one output (INTERLEAVED, the FFT's)."""
+    complex products (the Karatsuba three), with residuals, and stacks written as the column
+    classes of one output (INTERLEAVED, the FFT's), once with a grid of four warps a column chunk
+    (each warp's loop over the rows)."""
     import cupy
     from ozaki.backends import cupy_backend
     builds = mma_on(monkeypatch)
-    complex_ = case.startswith("complex")
-    interleave = case == "complex_interleaved"
-    rows, cols, matrices = {"stacked": (15, 32, 3), "complex_interleaved": (12, 32, 4)}.get(case, (37, 64, 1))
+    complex_ = case.startswith("complex") or case == "looped"
+    interleave = case in ("complex_interleaved", "looped")
+    rows, cols, matrices = {"stacked": (15, 64, 3), "complex_interleaved": (12, 64, 4),
+                            "looped": (21, 96, 3)}.get(case, (37, 64, 1))
+    if case == "looped":                                  # 4 warps a column chunk: each loops over the rows
+        monkeypatch.setattr(cupy_backend, "_epilogue_mma_grid", lambda rows, cols: ((cols // 32,), (128,)))
     parts = [draws(rng, m, rows * cols) for _ in range(2 if complex_ else 1)]
     if complex_:
         stacks = karatsuba_residues(rng, m, parts[0], parts[1], (rows, cols))
@@ -149,12 +154,13 @@ def test_exact_integers(rng, monkeypatch, m, case):
 
 
 def test_other_stacks_keep_the_float64_sums(rng, monkeypatch):
-    """Columns not a multiple of 32, a base off 4-byte alignment, 33 moduli, several slice
-    pairs (real and complex): no CRT_MMA, and the same bits as the CPU."""
+    """Columns not a multiple of 32, a base off 4-byte alignment, 33 moduli, no rows, several
+    slice pairs (real and complex): no CRT_MMA, and the same bits as the CPU."""
     import cupy
     from ozaki.backends import cupy_backend, numpy_backend
     builds = mma_on(monkeypatch)
     cases = [(16, (20, 48), 0, 1, False), (16, (20, 64), 1, 1, False), (33, (8, 32), 0, 1, False),
+             (16, (0, 64), 0, 1, False),
              (16, (8, 32), 0, 2, False), (16, (8, 32), 0, 2, True), (16, (20, 48), 0, 1, True)]
     for m, (rows, cols), offset, pairs, complex_ in cases:
         nin = 3 if complex_ else 1

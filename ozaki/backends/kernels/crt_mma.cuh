@@ -6,9 +6,9 @@
 // rows) times the balanced base-256 digits D of the c_i' (|c_i'| <= P / 2, the same residue
 // mod P as c_i; kernel_tables.crt_digits), the moduli the inner dimension (m16n8k16, or k32
 // from 17 moduli).  Each digit sum D_d = sum_i r_i D_id is exact in int32 (|D_d| <= 32 *
-// 128**2 = 2**19), and the limbs S_l = (D_4l + 2**8 D_4l+1) + 2**16 (D_4l+2 + 2**8 D_4l+3)
-// (|S_l| < 2**44) go to kulisch.cuh's crt_lift as the float64 sums do: the same lifted value,
-// hence the same bits.  The tables CRT_KM, CRT_ND, CRT_LD and CRT_BFRAG come from
+// 128**2 = 2**19 for one stack, 3 * 2**19 for a complex product's combined three), and the limbs
+// S_l = (D_4l + 2**8 D_4l+1) + 2**16 (D_4l+2 + 2**8 D_4l+3) (|S_l| < 2**46) go to kulisch.cuh's
+// crt_lift as the float64 sums do: the same lifted value, hence the same bits.  The tables CRT_KM, CRT_ND, CRT_LD and CRT_BFRAG come from
 // kernel_tables.crt_digit_source (constant_tables(m, crt=True, digits=True)).
 #pragma once
 

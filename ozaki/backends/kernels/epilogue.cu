@@ -166,7 +166,7 @@ extern "C" __global__ void EPILOGUE_BOUNDS epilogue(const PROD_T* p0, const PROD
         crt_lift<CRT_LD>(S, acc[0], 0);
 #endif
 #ifdef STACKED
-        const long long g = (unsigned)r / (unsigned)matrix_rows;          // (rows < 2**32: the host's)
+        const long long g = (unsigned)r / (unsigned)matrix_rows;          // (rows < 2**31: the host's)
         const long long e = beta_a[r] + beta_b[g * cols + col];
 #else
         const long long e = beta_a[r] + beta_b[col];
