@@ -205,6 +205,10 @@
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
+#   s32a      everything session 31 wrote and could not run (no machine was lent): epilogue_mma's,
+#             the shared header's, tiled_bt's and the graphs' GPU tests at once; then epilogue_mma
+#             (products real and complex, the FFT) and tiled_bt (the stacks) off and on in turns,
+#             the short tile at 3 stages against 4, a direct replay's host profile (about 540 s)
 #   s31b      epilogue_mma (epilogue.cu's CRT sums on the tensor cores, crt_mma.cuh): its GPU tests, and
 #             fused.cu's crt_mma and the epilogue's tests after the shared header, at once; then the
 #             residue GEMM's products, real and complex, with it off and on in turns; then s31c's
@@ -264,7 +268,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a|s29a|s29b|s29c|s30a|s30b|s31a|s31b|s31c) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a|s29a|s29b|s29c|s30a|s30b|s31a|s31b|s31c|s32a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -745,6 +749,33 @@ elif [ "$profile" = s30a ]; then
         stage fft_six_step_fused 40 python3 -m bench.fft --batches 4096x512 4096x1024 --sizes --repeats 5 \
             --epilogue 300 --path fused --out "$W/fft_six_step_fused.json"
     fi
+elif [ "$profile" = s32a ]; then     # session 31's kernels, none run yet (its device calls got no machine)
+    gpu_tests gpu_epilogue_mma 170 tests/backends/test_epilogue_mma.py &
+    gpu_tests gpu_crt_shared 170 tests/backends/test_fused.py tests/backends/test_cupy_backend.py \
+        -k "crt_on_tensor_cores or epilogue or tiled_transposes" &
+    gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
+    wait
+    with_and_without epilogue_mma 50 --sizes 1024 2048 4096 --shapes 256x256x256x256 16x1024x1024x1024 \
+        --families normal complex --no-emulated --samples 4 --modes accurate
+    with_and_without tiled_bt 30 --sizes --shapes 4096x64x64x64 1024x128x128x128 256x256x256x256 \
+        --families normal --no-emulated --samples 4 --modes accurate
+    long=$(python3 -c "from ozaki.backends.kernel_tables import FUSED_TILES as t; print(','.join(map(str, t['long'][0])))")
+    for turn in 1 2; do        # the short tile at 3 stages (s30a's sweep: 2-3% on the kernel alone) on the whole call
+        for stages in 4 3; do
+            stage "gemm_stages${stages}_$turn" 30 env OZAKI_FUSED_TILES="32,32,2,2,64,$stages;$long" python3 -m bench.gemm \
+                --sizes --shapes 4096x64x64x64 1024x128x128x128 --families normal --no-emulated --samples 4 \
+                --modes accurate --out "$W/gemm_stages${stages}_$turn.json"
+        done
+    done
+    off=$(new_kernels -epilogue_mma) on=$(new_kernels +epilogue_mma)
+    for turn in 1 2; do
+        for x in off on; do
+            stage "fft_${x}_$turn" 40 env OZAKI_NEW_KERNELS="${!x}" python3 -m bench.fft --cubes 256 \
+                --batches 4096x1024 --sizes 1048576 --repeats 5 --out "$W/fft_${x}_$turn.json"
+        done
+    done
+    stage graph_inputs 45 python3 -m bench.graph_inputs --shapes 1x1024x1024x1024 4096x64x64x64 --turns 2 \
+        --profile 200 --out "$W/graph_inputs.json"
 elif [ "$profile" = s31b ] || [ "$profile" = s31c ]; then
     if [ "$profile" = s31b ]; then
         gpu_tests gpu_epilogue_mma 170 tests/backends/test_epilogue_mma.py &
