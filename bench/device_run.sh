@@ -209,12 +209,6 @@
 #             the shared header's, tiled_bt's and the graphs' GPU tests at once; then epilogue_mma
 #             (products real and complex, the FFT) and tiled_bt (the stacks) off and on in turns,
 #             the short tile at 3 stages against 4, a direct replay's host profile (about 540 s)
-#   s31b      epilogue_mma (epilogue.cu's CRT sums on the tensor cores, crt_mma.cuh): its GPU tests, and
-#             fused.cu's crt_mma and the epilogue's tests after the shared header, at once; then the
-#             residue GEMM's products, real and complex, with it off and on in turns; then s31c's
-#             (about 450 s)
-#   s31c      epilogue_mma on the FFT (cube 256, batch 4096 x 1024, 2^20) off and on in turns, and the
-#             kernels' times of 2048^2 and the batch both ways (bench.kernel_times; about 200 s)
 #   s31a      tiled_bt (a stack's B^T rows through transpose.cu's tiles): its GPU test and the graphs'
 #             at once; then the stacks with it off and on in turns; the short tile at 3 stages
 #             (OZAKI_FUSED_TILES) against 4 in turns on the whole call; issue 16's graph-replayed
@@ -268,7 +262,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a|s29a|s29b|s29c|s30a|s30b|s31a|s31b|s31c|s32a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a|s29a|s29b|s29c|s30a|s30b|s31a|s32a) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -776,28 +770,6 @@ elif [ "$profile" = s32a ]; then     # session 31's kernels, none run yet (its d
     done
     stage graph_inputs 45 python3 -m bench.graph_inputs --shapes 1x1024x1024x1024 4096x64x64x64 --turns 2 \
         --profile 200 --out "$W/graph_inputs.json"
-elif [ "$profile" = s31b ] || [ "$profile" = s31c ]; then
-    if [ "$profile" = s31b ]; then
-        gpu_tests gpu_epilogue_mma 170 tests/backends/test_epilogue_mma.py &
-        gpu_tests gpu_crt_shared 170 tests/backends/test_fused.py tests/backends/test_cupy_backend.py \
-            -k "crt_on_tensor_cores or epilogue" &
-        wait
-        with_and_without epilogue_mma 50 --sizes 1024 2048 4096 --shapes 256x256x256x256 16x1024x1024x1024 \
-            --families normal complex --no-emulated --samples 4 --modes accurate
-    fi
-    off=$(new_kernels -epilogue_mma) on=$(new_kernels +epilogue_mma)
-    for turn in 1 2; do
-        for x in off on; do
-            stage "fft_${x}_$turn" 50 env OZAKI_NEW_KERNELS="${!x}" python3 -m bench.fft --cubes 256 \
-                --batches 4096x1024 --sizes 1048576 --repeats 5 --out "$W/fft_${x}_$turn.json"
-        done
-    done
-    for what in "matmul 2048" "batch 4096x1024"; do
-        for x in off on; do
-            stage "kernels_${what// /_}_$x" 25 env OZAKI_NEW_KERNELS="${!x}" python3 -m bench.kernel_times $what \
-                --out "$W/kernels_${what// /_}_$x.json"
-        done
-    done
 elif [ "$profile" = s31a ]; then
     gpu_tests gpu_tiled_bt 200 tests/backends/test_cupy_backend.py -k "tiled_transposes" &
     gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
