@@ -34,6 +34,10 @@ CARDS = {"h200": {"copy": 4.17e12, "int8": 1.3e15, "issue": 132 * 4 * 32 * 1.98e
 # SASS instructions an output of the complex epilogue (one slice pair of int8 residues, 4
 # blocks, byte conversions by I2F), per moduli count: (one product, interleaved quarter turns).
 EPILOGUE_INSTRUCTIONS = {16: (1192, 1400), 25: (1864, 1960)}
+# ... and with the CRT sums on the tensor cores (epilogue.cu CRT_MMA, NEW_KERNELS epilogue_mma):
+# the loop body an output (both parts), ptxas 13.0, 69c1858, against 1,061 / 1,268 and 1,729 /
+# 1,826 for the float64 sums' loop bodies (--epilogue mma).
+EPILOGUE_INSTRUCTIONS_MMA = {16: (570, 593), 25: (813, 847)}
 
 # issue 16's shapes and cuFFT's times in run 8b1f31d (H100, ms) and s18a (H200)
 CUFFT_MS = {"h100": {"fftn 256^3": 0.608, "fftn 512^3": 4.55, "fftn 1024^3": 36.35, "batch 4096x1024": 0.065},
@@ -103,15 +107,17 @@ def _batch_passes(shape):
     return [(rows * n, n, False)]
 
 
-def table(card, m, measured=None):
+def table(card, m, measured=None, epilogue="float64"):
     """Rows (shape, floors one product, quarter turns, the fused quarter-turn floor, cuFFT,
-    measured) in ms."""
+    measured) in ms; ``epilogue`` "mma": the CRT sums on the tensor cores' instruction counts."""
+    counts = (EPILOGUE_INSTRUCTIONS_MMA if epilogue == "mma" else EPILOGUE_INSTRUCTIONS)[m]
     rows = []
     for name, shape in SHAPES.items():
         passes = _batch_passes(shape) if name.startswith("batch") else axes(shape)
-        one, quarter = (floors(passes, m, card, q) for q in (False, True))
+        one, quarter = (floors(passes, m, card, q, counts[q]) for q in (False, True))
         rows.append((name, {k: v * 1e3 for k, v in one.items()}, {k: v * 1e3 for k, v in quarter.items()},
-                     fused_floor(passes, m, card) * 1e3, CUFFT_MS[card][name], (measured or {}).get(name)))
+                     fused_floor(passes, m, card, instructions=counts[1]) * 1e3, CUFFT_MS[card][name],
+                     (measured or {}).get(name)))
     return rows
 
 
@@ -137,6 +143,8 @@ def main(argv=None):
     ap.add_argument("--card", choices=sorted(CARDS), nargs="*", default=sorted(CARDS))
     ap.add_argument("--moduli", type=int, choices=sorted(EPILOGUE_INSTRUCTIONS), default=25,
                     help="exact mode's count for 1024-point products (plans.product_roots): 25")
+    ap.add_argument("--epilogue", choices=("float64", "mma"), default="float64",
+                    help="the CRT sums' instruction counts: float64 FMAs, or on the tensor cores (epilogue_mma)")
     ap.add_argument("--measured", nargs="*", default=[],
                     help="bench.fft JSON files: their times beside the floors of their card (meta's device)")
     a = ap.parse_args(argv)
@@ -146,10 +154,10 @@ def main(argv=None):
         measured.setdefault(card, {}).update(rows)
     for card in a.card:
         print(f"{card}: floors (ms) at {CARDS[card]['copy'] / 1e12:.2f} TB/s, {CARDS[card]['int8'] / 1e15:.2f} POPS "
-              f"int8, {CARDS[card]['issue'] / 1e12:.1f} T instructions/s; {a.moduli} moduli")
+              f"int8, {CARDS[card]['issue'] / 1e12:.1f} T instructions/s; {a.moduli} moduli, {a.epilogue} CRT sums")
         print(f"{'transform':>16} {'cuFFT':>7} {'one product':>12} {'x cuFFT':>8} {'quarter':>9} {'x cuFFT':>8}"
               f" {'fused':>8} {'x cuFFT':>8} {'measured':>9}  the largest parts of one product's floor")
-        for name, one, quarter, fused, cufft, got in table(card, a.moduli, measured.get(card)):
+        for name, one, quarter, fused, cufft, got in table(card, a.moduli, measured.get(card), a.epilogue):
             top = ", ".join(f"{k} {v:.1f}" for k, v in sorted(one.items(), key=lambda kv: -kv[1])[:3])
             print(f"{name:>16} {cufft:7.3f} {sum(one.values()):12.2f} {sum(one.values()) / cufft:7.1f}x "
                   f"{sum(quarter.values()):9.2f} {sum(quarter.values()) / cufft:7.1f}x {fused:8.2f} "

@@ -519,9 +519,10 @@ def flags_found(flags_a, flags_b, host=True):
 #                     crt_mma.cuh: fused.cu's crt_mma over the residue GEMM's int8 residues read
 #                     from memory, a warp 32 outputs of a row; complex: the digit sums of the
 #                     Karatsuba three combined) for one slice pair, up to 32 moduli, cols a
-#                     multiple of 32 (_epilogue_mma): SASS (ptxas 13.0) 16 moduli real about 244
-#                     instructions an output in the loop against about 490 (VEC 2); complex 25
-#                     moduli interleaved (the FFT's) 1,088 static against 1,944.  The epilogue took
+#                     multiple of 32 (_epilogue_mma): SASS loop bodies (ptxas 13.0) an output, real
+#                     16 moduli 245 against 344 (VEC 4), complex 25 moduli 813 against 1,729 and
+#                     interleaved (the FFT's) 847 against 1,826 (bench.fft_floors --epilogue mma:
+#                     a stage fused on chip 3.0x cuFFT at 1024^3 against 6.0x).  The epilogue took
 #                     0.080 of 2048^2's 0.75 ms (run 8a5cb17), about 177 of fftn 1024^3's 746 ms (runs
 #                     70d50c8, 4e93d24)
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
