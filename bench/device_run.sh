@@ -205,6 +205,9 @@
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
+#   s32b      after s32a: issue 11's big squares (8192, 16384; accurate:14 and accurate) on cuBLAS's path
+#             and on the residue GEMM's with epilogue_mma, at each of its tile walks (SWIZZLE,
+#             CLUSTER_M: native.RESIDUE_GEMM_TILES; carry build/kernels, prebuilt; about 450 s)
 #   s32a      everything session 31 wrote and could not run (no machine was lent): epilogue_mma's,
 #             the shared header's, tiled_bt's and the graphs' GPU tests at once; then epilogue_mma
 #             (products real and complex, the FFT) and tiled_bt (the stacks) off and on in turns,
@@ -262,7 +265,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a|s29a|s29b|s29c|s30a|s30b|s31a|s32a) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a|s29a|s29b|s29c|s30a|s30b|s31a|s32a|s32b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -743,6 +746,18 @@ elif [ "$profile" = s30a ]; then
         stage fft_six_step_fused 40 python3 -m bench.fft --batches 4096x512 4096x1024 --sizes --repeats 5 \
             --epilogue 300 --path fused --out "$W/fft_six_step_fused.json"
     fi
+elif [ "$profile" = s32b ]; then     # after s32a passes: the residue GEMM at the big squares, tile walks
+    for tile in 256x128-swizzle8 256x128-cluster2 256x128-cluster2-swizzle8; do      # the same bits at each
+        OZAKI_RESIDUE_GEMM_TILE=$tile gpu_tests "gpu_residue_$tile" 150 tests/backends/test_residue_gemm.py &
+    done
+    wait
+    on=$(new_kernels +epilogue_mma)
+    big="--sizes 8192 16384 --families normal --no-emulated --samples 2 --modes accurate:14 accurate"
+    stage gemm_big_cublas 100 python3 -m bench.gemm $big --paths cublas --out "$W/gemm_big_cublas.json"
+    for tile in 256x128 256x128-swizzle8 256x128-cluster2 256x128-cluster2-swizzle8; do
+        stage "gemm_big_$tile" 100 env OZAKI_NEW_KERNELS="$on" OZAKI_RESIDUE_GEMM_TILE=$tile python3 -m bench.gemm \
+            $big --paths cutlass --out "$W/gemm_big_$tile.json"
+    done
 elif [ "$profile" = s32a ]; then     # session 31's kernels, none run yet (its device calls got no machine)
     gpu_tests gpu_epilogue_mma 170 tests/backends/test_epilogue_mma.py &
     gpu_tests gpu_crt_shared 170 tests/backends/test_fused.py tests/backends/test_cupy_backend.py \

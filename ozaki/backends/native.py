@@ -34,8 +34,12 @@ FLAGS = ("-std=c++17", "-O3", "-arch=sm_90a", "-shared", "-Xcompiler", "-fPIC", 
 # The residue GEMM's tiles (kernels/residue_gemm.cu TILE_M, TILE_N, PINGPONG), as build
 # defines: 256 x 128 cooperative, the fastest when the FFT's products ran at K = 1024 (run
 # 3ca144a, H200); the quarter turns' K = 256 products and the integer reduction came later.
+# The "-swizzle8" and "-cluster2" builds change how the persistent CTAs walk the tiles (SWIZZLE,
+# CLUSTER_M: L2 reuse of the operands at the big squares; written 2026-12-08, not yet measured).
 RESIDUE_GEMM_TILES = {"256x128": (), "128x256": (("TILE_M", 128), ("TILE_N", 256)),
-                      "128x128-pingpong": (("TILE_M", 128), ("TILE_N", 128), ("PINGPONG", 1))}
+                      "128x128-pingpong": (("TILE_M", 128), ("TILE_N", 128), ("PINGPONG", 1)),
+                      "256x128-swizzle8": (("SWIZZLE", 8),), "256x128-cluster2": (("CLUSTER_M", 2),),
+                      "256x128-cluster2-swizzle8": (("CLUSTER_M", 2), ("SWIZZLE", 8))}
 
 
 def residue_gemm_tile_defines():

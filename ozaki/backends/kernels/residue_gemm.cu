@@ -56,6 +56,20 @@ using namespace cute;
 #ifndef PINGPONG
 #define PINGPONG 0
 #endif
+// How the persistent CTAs walk the tiles (native.RESIDUE_GEMM_TILES' "-swizzle8" and "-cluster2"
+// builds, for the big squares, not yet measured).  CUTLASS's scheduler, unswizzled, takes the
+// tiles of a 16384^2 product down whole columns of 64 tiles (raster along M where there are more
+// tile columns than rows): a wave of 132 CTAs then streams all of A's 268 MB from memory, about 5
+// ms a modulus at 3.35 TB/s against 6.4 of int8 work, where the residue GEMM ran 1.10 POPS to
+// cuBLAS's 1.37 (134 against 110 ms at 16 moduli).  SWIZZLE s: strips s tiles wide, so a wave
+// reuses s B panels and a few A panels through L2.  CLUSTER_M 2: two CTAs along M share each B
+// tile by TMA multicast.  The products' bits are the same whatever the order.
+#ifndef SWIZZLE
+#define SWIZZLE 1
+#endif
+#ifndef CLUSTER_M
+#define CLUSTER_M 1
+#endif
 
 namespace ozaki {
 
@@ -100,7 +114,7 @@ struct SymmetricMod<cutlass::Array<int32_t, N>> {
 };
 
 using TileShape = Shape<Int<TILE_M>, Int<TILE_N>, Int<TILE_K>>;
-using ClusterShape = Shape<_1, _1, _1>;
+using ClusterShape = Shape<Int<CLUSTER_M>, _1, _1>;
 using LayoutA = cutlass::layout::RowMajor;       // (M, K), K contiguous
 using LayoutB = cutlass::layout::ColumnMajor;    // (K, N) stored as B^T (N, K), K contiguous
 using LayoutD = cutlass::layout::RowMajor;       // (M, N)
@@ -173,6 +187,7 @@ extern "C" int ozaki_residue_gemm(const int8_t* A, long long lda, long long batc
     args.epilogue.thread = {{}, {{0.0}, {static_cast<const double*>(moduli)}, {per_batch}},
                             {{0.0}, {static_cast<const double*>(inverses)}, {per_batch}}, {}};
 #endif
+    args.scheduler.max_swizzle_size = SWIZZLE;
     Gemm gemm;
     cutlass::Status status = gemm.can_implement(args);
     if (status != cutlass::Status::kSuccess) return static_cast<int>(status);
