@@ -212,11 +212,6 @@
 #             the shared header's, tiled_bt's and the graphs' GPU tests at once; then epilogue_mma
 #             (products real and complex, the FFT) and tiled_bt (the stacks) off and on in turns,
 #             the short tile at 3 stages against 4, a direct replay's host profile (about 540 s)
-#   s31a      tiled_bt (a stack's B^T rows through transpose.cu's tiles): its GPU test and the graphs'
-#             at once; then the stacks with it off and on in turns; the short tile at 3 stages
-#             (OZAKI_FUSED_TILES) against 4 in turns on the whole call; issue 16's graph-replayed
-#             transforms past their captures (bench.common.graph_warmup), a direct replay's host
-#             time by function (bench.graph_inputs --profile; about 390 s)
 #   s30a      crt_mma's GPU tests and every test of test_fused.py with it on (as s29b), the graphs' tests
 #             (replays over the caller's own inputs) at once; then, where crt_mma's passed, the tile sweep on
 #             the small stacks with it (3 and 2 pipeline stages on the short tile), the stacks with graphs'
@@ -265,7 +260,7 @@
 set -u
 profile=${1:-full}
 case "$profile" in
-    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a|s29a|s29b|s29c|s30a|s30b|s31a|s32a|s32b) ;;
+    full|fused|diag|close|open|prepared|why|last|benches|fftfix|residual|mends|fftpass|pairs|next|cutlass|residue|certify|probe|graphs|replays|ziv|lift|pieces|gaps|stores|fftnow|moduli14|next8|s9a|s9b|s9c|s9d|s9e|s10a|s10b|s10c|s11a|s11b|s12a|s13a|s13b|s13c|s14a|s14b|s14c|s14d|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s18a|s19a|s19b|s20a|s20c|s21e|s22a|s22b|s22c|s22d|s22e|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s26d|s26e|s27a|s29a|s29b|s29c|s30a|s30b|s32a|s32b) ;;
     *) echo "device_run.sh: unknown profile '$profile'" >&2; exit 2 ;;
 esac
 OUT=${OUT:-bench/results/out}
@@ -784,25 +779,6 @@ elif [ "$profile" = s32a ]; then     # session 31's kernels, none run yet (its d
         done
     done
     stage graph_inputs 45 python3 -m bench.graph_inputs --shapes 1x1024x1024x1024 4096x64x64x64 --turns 2 \
-        --profile 200 --out "$W/graph_inputs.json"
-elif [ "$profile" = s31a ]; then
-    gpu_tests gpu_tiled_bt 200 tests/backends/test_cupy_backend.py -k "tiled_transposes" &
-    gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
-    wait
-    with_and_without tiled_bt 40 --sizes 1024 --shapes 4096x64x64x64 1024x128x128x128 256x256x256x256 \
-        --families normal --no-emulated --samples 4 --modes accurate
-    long=$(python3 -c "from ozaki.backends.kernel_tables import FUSED_TILES as t; print(','.join(map(str, t['long'][0])))")
-    for turn in 1 2; do        # the short tile at 3 stages (s30a's sweep: 2-3% on the kernel alone) on the whole call
-        for stages in 4 3; do
-            stage "gemm_stages${stages}_$turn" 35 env OZAKI_FUSED_TILES="32,32,2,2,64,$stages;$long" python3 -m bench.gemm \
-                --sizes --shapes 4096x64x64x64 1024x128x128x128 --families normal --no-emulated --samples 4 \
-                --modes accurate accurate:15 --out "$W/gemm_stages${stages}_$turn.json"
-        done
-    done
-    stage fft_table 100 python3 -m bench.fft --batches 4096x1024 --sizes 65536 1048576 16777216 --repeats 5 \
-        --out "$W/fft_table.json"
-    # where a direct replay's time goes on the host (1024^2: 0.43 ms against cuBLAS's 0.07)
-    stage graph_inputs 60 python3 -m bench.graph_inputs --shapes 1x1024x1024x1024 4096x64x64x64 --turns 2 \
         --profile 200 --out "$W/graph_inputs.json"
 elif [ "$profile" = s30b ]; then     # issue 11's tables without fp8 and issue 16's, at the current defaults
     issue11_tables nofp8

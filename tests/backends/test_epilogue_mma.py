@@ -13,6 +13,7 @@ import pytest
 import ozaki
 from ozaki import crt
 from tests import inputs
+from tests.backends.builds import new_kernel_on
 from tests.bits import same_bits
 
 pytestmark = pytest.mark.gpu
@@ -21,17 +22,7 @@ pytestmark = pytest.mark.gpu
 def mma_on(monkeypatch):
     """NEW_KERNELS epilogue_mma on beside the defaults; returns the defines of every epilogue.cu
     build compiled from then on, so that a test can assert which builds took CRT_MMA."""
-    from ozaki.backends import cupy_backend
-    monkeypatch.setenv("OZAKI_NEW_KERNELS", ",".join(dict.fromkeys(cupy_backend.NEW_KERNELS_ON + ("epilogue_mma",))))
-    builds = []
-    real = cupy_backend._kernel
-
-    def spy(file, function, defines, *args, **kw):
-        if file == "epilogue.cu":
-            builds.append(dict(defines))
-        return real(file, function, defines, *args, **kw)
-    monkeypatch.setattr(cupy_backend, "_kernel", spy)
-    return builds
+    return new_kernel_on(monkeypatch, "epilogue_mma", "epilogue.cu")
 
 
 def rounded(value, e, dtype):

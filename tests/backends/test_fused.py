@@ -8,6 +8,7 @@ import ozaki
 from ozaki import crt, reference, scheme
 from tests import inputs
 from tests.bits import same_bits
+from tests.backends.builds import new_kernel_on
 
 pytestmark = pytest.mark.gpu
 
@@ -272,17 +273,7 @@ def test_fused_runs_on_the_current_stream(rng):
 def crt_mma_on(monkeypatch):
     """NEW_KERNELS crt_mma on beside the defaults; returns the defines of every fused.cu build
     compiled from then on, so that a test can assert that CRT_MMA was asked for."""
-    from ozaki.backends import cupy_backend
-    monkeypatch.setenv("OZAKI_NEW_KERNELS", ",".join(dict.fromkeys(cupy_backend.NEW_KERNELS_ON + ("crt_mma",))))
-    builds = []
-    real = cupy_backend._kernel
-
-    def spy(file, function, defines, *args, **kw):
-        if file == "fused.cu":
-            builds.append(dict(defines))
-        return real(file, function, defines, *args, **kw)
-    monkeypatch.setattr(cupy_backend, "_kernel", spy)
-    return builds
+    return new_kernel_on(monkeypatch, "crt_mma", "fused.cu")
 
 
 def _rounded(value, e):
