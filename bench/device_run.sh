@@ -206,12 +206,15 @@
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
 #   s32b      after s32a: issue 11's big squares (8192, 16384; accurate:14 and accurate) on cuBLAS's path
-#             and on the residue GEMM's with epilogue_mma, at each of its tile walks (SWIZZLE,
-#             CLUSTER_M: native.RESIDUE_GEMM_TILES; carry build/kernels, prebuilt; about 450 s)
-#   s32a      everything session 31 wrote and could not run (no machine was lent): epilogue_mma's,
-#             the shared header's, tiled_bt's and the graphs' GPU tests at once; then epilogue_mma
-#             (products real and complex, the FFT) and tiled_bt (the stacks) off and on in turns,
-#             the short tile at 3 stages against 4, a direct replay's host profile (about 540 s)
+#             and on the residue GEMM with epilogue_mma, at each of its tile walks (SWIZZLE,
+#             CLUSTER_M: native.RESIDUE_GEMM_TILES; carry build/kernels, prebuilt), after their
+#             same-bits tests; the short tile at 3 stages against 4; a direct replay's host
+#             profile (about 560 s)
+#   s32a      everything else session 31 wrote and could not run (no machine was lent):
+#             epilogue_mma's, the shared header's, tiled_bt's and the graphs' GPU tests, and the
+#             Fractions-checked ones with round_convert, at once; then epilogue_mma (products real
+#             and complex, the FFT), tiled_bt (the stacks) and round_convert off and on in turns
+#             (about 570 s)
 #   s30a      crt_mma's GPU tests and every test of test_fused.py with it on (as s29b), the graphs' tests
 #             (replays over the caller's own inputs) at once; then, where crt_mma's passed, the tile sweep on
 #             the small stacks with it (3 and 2 pipeline stages on the short tile), the stacks with graphs'
@@ -753,16 +756,6 @@ elif [ "$profile" = s32b ]; then     # after s32a passes: the residue GEMM at th
         stage "gemm_big_$tile" 100 env OZAKI_NEW_KERNELS="$on" OZAKI_RESIDUE_GEMM_TILE=$tile python3 -m bench.gemm \
             $big --paths cutlass --out "$W/gemm_big_$tile.json"
     done
-elif [ "$profile" = s32a ]; then     # session 31's kernels, none run yet (its device calls got no machine)
-    gpu_tests gpu_epilogue_mma 170 tests/backends/test_epilogue_mma.py &
-    gpu_tests gpu_crt_shared 170 tests/backends/test_fused.py tests/backends/test_cupy_backend.py \
-        -k "crt_on_tensor_cores or epilogue or tiled_transposes" &
-    gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
-    wait
-    with_and_without epilogue_mma 50 --sizes 1024 2048 4096 --shapes 256x256x256x256 16x1024x1024x1024 \
-        --families normal complex --no-emulated --samples 4 --modes accurate
-    with_and_without tiled_bt 30 --sizes --shapes 4096x64x64x64 1024x128x128x128 256x256x256x256 \
-        --families normal --no-emulated --samples 4 --modes accurate
     long=$(python3 -c "from ozaki.backends.kernel_tables import FUSED_TILES as t; print(','.join(map(str, t['long'][0])))")
     for turn in 1 2; do        # the short tile at 3 stages (s30a's sweep: 2-3% on the kernel alone) on the whole call
         for stages in 4 3; do
@@ -771,6 +764,24 @@ elif [ "$profile" = s32a ]; then     # session 31's kernels, none run yet (its d
                 --modes accurate --out "$W/gemm_stages${stages}_$turn.json"
         done
     done
+    stage graph_inputs 45 python3 -m bench.graph_inputs --shapes 1x1024x1024x1024 4096x64x64x64 --turns 2 \
+        --profile 200 --out "$W/graph_inputs.json"
+elif [ "$profile" = s32a ]; then     # session 31's kernels, none run yet (its device calls got no machine)
+    gpu_tests gpu_epilogue_mma 170 tests/backends/test_epilogue_mma.py &
+    gpu_tests gpu_crt_shared 170 tests/backends/test_fused.py tests/backends/test_cupy_backend.py \
+        -k "crt_on_tensor_cores or epilogue or tiled_transposes" &
+    gpu_tests gpu_graphs 150 tests/backends/test_graphs.py &
+    # the rounding by conversion under the tests that check each output against Fractions
+    OZAKI_NEW_KERNELS=$(new_kernels +round_convert) gpu_tests gpu_round_convert 170 tests/backends/test_epilogue_mma.py \
+        tests/backends/test_fused.py tests/backends/test_cupy_backend.py -k "exact_integers or crt_on_tensor_cores \
+        or epilogue_kernel or residuals or subnormal" &
+    wait
+    with_and_without epilogue_mma 50 --sizes 1024 2048 4096 --shapes 256x256x256x256 16x1024x1024x1024 \
+        --families normal complex --no-emulated --samples 4 --modes accurate
+    with_and_without tiled_bt 30 --sizes --shapes 4096x64x64x64 1024x128x128x128 256x256x256x256 \
+        --families normal --no-emulated --samples 4 --modes accurate
+    with_and_without round_convert 30 --sizes 2048 --shapes 4096x64x64x64 256x256x256x256 \
+        --families normal --no-emulated --samples 4 --modes accurate
     off=$(new_kernels -epilogue_mma) on=$(new_kernels +epilogue_mma)
     for turn in 1 2; do
         for x in off on; do
@@ -778,8 +789,6 @@ elif [ "$profile" = s32a ]; then     # session 31's kernels, none run yet (its d
                 --batches 4096x1024 --sizes 1048576 --repeats 5 --out "$W/fft_${x}_$turn.json"
         done
     done
-    stage graph_inputs 45 python3 -m bench.graph_inputs --shapes 1x1024x1024x1024 4096x64x64x64 --turns 2 \
-        --profile 200 --out "$W/graph_inputs.json"
 elif [ "$profile" = s30b ]; then     # issue 11's tables without fp8 and issue 16's, at the current defaults
     issue11_tables nofp8
     stage fft_table 100 python3 -m bench.fft --cubes 256 512 --real-cubes 512 --batches 4096x1024 \

@@ -525,9 +525,18 @@ def flags_found(flags_a, flags_b, host=True):
 #                     a stage fused on chip 3.0x cuFFT at 1024^3 against 6.0x).  The epilogue took
 #                     0.080 of 2048^2's 0.75 ms (run 8a5cb17), about 177 of fftn 1024^3's 746 ms (runs
 #                     70d50c8, 4e93d24)
+#   round_convert     the one rounding of the epilogues (epilogue.cu, fused.cu; rounding.cuh
+#                     rounded_window, ROUND_CONVERT) by the conversion instruction where the result
+#                     is normal: the 64-bit window with its sticky bit ORed in, rounded by
+#                     __ull2double_rn (round to odd, then to nearest: the same RN) and scaled by
+#                     2**E, instead of round_window's shifts and compares; subnormal results keep
+#                     them.  Host builds of both roundings against Fractions, each way
+#                     (test_kulisch_cuh; a dropped sticky bit and a boundary two off caught).  SASS
+#                     (ptxas 13.0, epilogue_mma's 16-moduli build): the normal path about 17
+#                     instructions an output part where round_window and signed_rounded take about 45
 NEW_KERNELS = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "residue_quarters",
                "quarter_products", "byte_convert", "pairs_in_place", "byte_unreduced", "residue_int_mod",
-               "two_words", "fused_int_mod", "crt_mma", "tiled_bt", "epilogue_mma")
+               "two_words", "fused_int_mod", "crt_mma", "tiled_bt", "epilogue_mma", "round_convert")
 NEW_KERNELS_ON = ("epilogue_vec", "fp8_digits", "residue_parts", "zero_signs_parts", "byte_convert", "pairs_in_place",
                   "residue_quarters", "quarter_products", "byte_unreduced", "residue_int_mod", "two_words",
                   "crt_mma")
@@ -1115,6 +1124,8 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
         defines += (("SINGLE_PAIR", 1),) + ((("TWO_WORDS", 1),) if _new_kernel("two_words") else ())
     if complex_:
         defines += (("COMPLEX", 1),)
+    if _new_kernel("round_convert"):
+        defines += (("ROUND_CONVERT", 1),)
     if residual:
         defines += (("RESIDUAL", 1),)
     if matrices > 1:
@@ -1420,7 +1431,8 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype
                ("LACC", LP if npairs == 1 else LP + max(shifts) + 1), ("EPILOGUE_CRT", 1),
                ("OUT_T", _OUT_T[np.dtype(out_dtype)])) + ((("RESIDUAL", 1),) if residual else ()) \
         + ((("TWO_WORDS", 1),) if npairs == 1 and _new_kernel("two_words") else ()) \
-        + ((("FUSED_INT_MOD", 1),) if _new_kernel("fused_int_mod") else ())
+        + ((("FUSED_INT_MOD", 1),) if _new_kernel("fused_int_mod") else ()) \
+        + ((("ROUND_CONVERT", 1),) if _new_kernel("round_convert") else ())
     skew = _res_skew(nout, npairs, num_moduli)           # nonzero: the CRT sums on the tensor cores
     if skew:
         defines += (("CRT_MMA", 1), ("RES_SKEW", skew))

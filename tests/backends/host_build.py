@@ -48,6 +48,10 @@ static inline double __hiloint2double(int hi, int lo) {         // hi: the top 3
 }
 // int -> double, exact either way (crt_mma.cuh's exact_double)
 static inline double __int2double_rn(int v) { return (double)v; }
+// unsigned 64-bit -> double / float rounded to nearest, as the device's conversions (the host's
+// conversions round to nearest even in the default mode; x86-64 halves a top-bit value to odd first)
+static inline double __ull2double_rn(unsigned long long x) { return (double)x; }
+static inline float __ull2float_rn(unsigned long long x) { return (float)x; }
 // Leading zeros of the 64 bits: 64 for zero as on the device (__builtin_clzll(0) is undefined).
 static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
 """

@@ -131,6 +131,15 @@ CONFIGS += [
     (False, np.int32, 1, 14, np.float64, True, 4, 1, False, TWO_WORDS),
     (False, np.int8, 1, 17, np.float64, False, 1, 1, False, TWO_WORDS),
     (True, np.int8, 2, 16, np.float64, False, 1, 1, False, TWO_WORDS)]
+# ROUND_CONVERT (NEW_KERNELS round_convert): normal results rounded by the conversion instruction
+# (rounding.cuh rounded_window), with two words and with the limbs' walk, real and complex, float32
+ROUND_CONVERT = (("ROUND_CONVERT", 1),)
+CONFIGS += [
+    (False, np.int8, 1, 16, np.float64, False, 4, 1, False, TWO_WORDS + ROUND_CONVERT),
+    (True, np.int8, 1, 16, np.float32, False, 2, 1, False, TWO_WORDS + ROUND_CONVERT),
+    (True, np.int8, 1, 25, np.float64, False, 1, 4, True, ROUND_CONVERT),
+    (False, np.int32, 1, 20, np.float32, False, 2, 1, False, ROUND_CONVERT),
+    (True, np.int8, 2, 17, np.float64, True, 1, 1, False, ROUND_CONVERT)]
 # The pairs' shifts in limbs: out of order and with a gap, so a pair read at another's
 # shift (or all at one) lands elsewhere.
 SHIFTS = {1: [0], 2: [2, 0], 3: [1, 3, 0]}

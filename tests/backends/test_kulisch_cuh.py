@@ -33,19 +33,28 @@ int main() {      // stdin: "bits exponent limb0 .. limb5" per line; stdout: the
         for (int l = 0; l < NL; ++l) if (scanf("%lld", &a[l]) != 1) return 1;
         double rho = 0.0;
         unsigned long long rb;
-        if (fmt == 64) { double r = round_to<NL, double, true>(a, e, &rho); unsigned long long b; memcpy(&b, &r, 8);
-                         memcpy(&rb, &rho, 8); printf("%llu %llu\n", b, rb); }
-        else { float r = round_to<NL, float, true>(a, e, &rho); unsigned int b; memcpy(&b, &r, 4);
-               memcpy(&rb, &rho, 8); printf("%u %llu\n", b, rb); }
+        long long c[NL];                               // round_to without the residual, on a copy
+        memcpy(c, a, sizeof(c));
+        if (fmt == 64) { double r = round_to<NL, double, true>(a, e, &rho), p = round_to<NL, double, false>(c, e);
+                         unsigned long long b, pb; memcpy(&b, &r, 8); memcpy(&pb, &p, 8);
+                         memcpy(&rb, &rho, 8); printf("%llu %llu %llu\n", b, rb, pb); }
+        else { float r = round_to<NL, float, true>(a, e, &rho), p = round_to<NL, float, false>(c, e);
+               unsigned int b, pb; memcpy(&b, &r, 4); memcpy(&pb, &p, 4);
+               memcpy(&rb, &rho, 8); printf("%u %llu %u\n", b, rb, pb); }
     }
     return 0;
 }
 """.replace("NL", str(NL))
 
 
-@pytest.fixture(scope="module")
-def host_round(tmp_path_factory):
-    return host_build.build(tmp_path_factory, HOST, "kulisch.cuh")
+# Each host build twice: as the kernels build it by default, and with ROUND_CONVERT (NEW_KERNELS
+# round_convert: normal results rounded by the conversion instruction, rounding.cuh rounded_window).
+BUILDS = {"default": "", "round_convert": "#define ROUND_CONVERT 1\n"}
+
+
+@pytest.fixture(scope="module", params=sorted(BUILDS))
+def host_round(tmp_path_factory, request):
+    return host_build.build(tmp_path_factory, BUILDS[request.param] + HOST, f"kulisch.cuh.{request.param}")
 
 
 def cases(seed, count):
@@ -77,8 +86,9 @@ def test_device_rounding_matches_python_and_reference(host_round):
     lines = [f"{fmt} {e} " + " ".join(str(int(v)) for v in kulisch.from_int(x, NL)) for fmt, e, x in todo]
     got = subprocess.run([host_round], input="\n".join(lines) + "\n", capture_output=True, text=True,
                          check=True).stdout.split()
-    assert len(got) == 2 * len(todo)
-    for (fmt, e, x), g, grho in zip(todo, got[0::2], got[1::2]):
+    assert len(got) == 3 * len(todo)
+    for (fmt, e, x), g, grho, plain in zip(todo, got[0::3], got[1::3], got[2::3]):
+        assert plain == g, (fmt, e, x)                 # without the residual: the same rounding
         dt, ut = (np.float32, np.uint32) if fmt == 32 else (np.float64, np.uint64)
         py, py_rho = (v[0] for v in kulisch.round_to(kulisch.from_int(x, NL).reshape(NL, 1), np.array([e]), dt,
                                                       residual=True))
@@ -110,9 +120,10 @@ int main() {      // stdin: "bits exponent limb0 .. limb4" per line (limbs not n
 """
 
 
-@pytest.fixture(scope="module")
-def host_two_words(tmp_path_factory):
-    return host_build.build(tmp_path_factory, TWO_WORDS_HOST, "kulisch.cuh.two_words")
+@pytest.fixture(scope="module", params=sorted(BUILDS))
+def host_two_words(tmp_path_factory, request):
+    return host_build.build(tmp_path_factory, BUILDS[request.param] + TWO_WORDS_HOST,
+                            f"kulisch.cuh.two_words.{request.param}")
 
 
 def unnormalized(x, rnd):

@@ -94,6 +94,29 @@ __device__ __forceinline__ F signed_rounded(unsigned long long q, long long lsb,
     return (F)(negative ? -r : r);                  // exact (round to nearest: inf past F's range)
 }
 
+// The rounding of the magnitude (T + s) 2**E as round_window's, signed and in F, the value itself.
+// ROUND_CONVERT (cupy_backend: NEW_KERNELS round_convert): where the result is a normal number of
+// F (or overflows), by the conversion instruction: T with the sticky bit ORed into its last bit has
+// 64 >= PREC + 2 bits, so rounding it to PREC bits rounds the whole value (to odd, then to
+// nearest: the same RN), and the scaling by 2**E is exact there (times_pow2).  Results below F's
+// least normal keep round_window.
+template <typename F>
+__device__ __forceinline__ F rounded_window(unsigned long long T, bool sticky, long long E, bool negative) {
+#ifdef ROUND_CONVERT
+    constexpr int PREC = Format<F>::PREC, LSB_MIN = Format<F>::LSB_MIN;
+    if (E >= LSB_MIN + PREC - 64) {                 // 2**(E + 63) <= the value: at least F's least normal
+        const unsigned long long odd = T | (sticky ? 1ULL : 0ULL);
+        double r;
+        if constexpr (sizeof(F) == 4) r = times_pow2((double)__ull2float_rn(odd), E);
+        else r = times_pow2(__ull2double_rn(odd), E);
+        return (F)(negative ? -r : r);              // exact, or inf past F's range
+    }
+#endif
+    long long lsb;
+    unsigned long long q = round_window<F>(T, sticky, E, lsb);
+    return signed_rounded<F>(q, lsb, negative);
+}
+
 // RN(int(a) * 2**exponent) in the format F, rounded once, for normalized
 // limbs a; a is overwritten.
 // L is a compile-time constant at every call, so the loops unroll and the
@@ -133,10 +156,14 @@ __device__ __forceinline__ F round_to(long long* a, long long exponent, double* 
     unsigned long long T = (l2 << (64 - bl)) | (l1 << (32 - bl)) | (l0 >> bl);
     sticky |= (l0 & ((1ULL << bl) - 1)) != 0;
     long long E = exponent + 32LL * (top - 2) + bl;   // value = T * 2**E (+ sticky)
-    long long lsb;
-    unsigned long long q = round_window<F>(T, sticky, E, lsb);
-    if constexpr (WITH_RESIDUAL) *residual = residual_of<L, F>(a, exponent, q, lsb, negative);
-    return signed_rounded<F>(q, lsb, negative);
+    if constexpr (WITH_RESIDUAL) {
+        long long lsb;
+        unsigned long long q = round_window<F>(T, sticky, E, lsb);
+        *residual = residual_of<L, F>(a, exponent, q, lsb, negative);
+        return signed_rounded<F>(q, lsb, negative);
+    } else {
+        return rounded_window<F>(T, sticky, E, negative);
+    }
 }
 
 // RN(x * 2**exponent) in F for x = sum_l a[l] 2**(32 l) in signed limbs that need not be
@@ -177,7 +204,5 @@ __device__ __forceinline__ F round_two_words(const long long* a, long long expon
         T = lo << (lz - 64);
         sticky = false;
     }
-    long long lsb;
-    unsigned long long q = round_window<F>(T, sticky, exponent + 64 - lz, lsb);   // x = T 2**(64 - lz) (+ sticky)
-    return signed_rounded<F>(q, lsb, negative);
+    return rounded_window<F>(T, sticky, exponent + 64 - lz, negative);   // x = T 2**(64 - lz) (+ sticky)
 }
