@@ -69,7 +69,10 @@ def expected(Ra, Rbt, m, batch):
 
 @pytest.mark.parametrize("m, shape, batch", [(1, (1, 1, 1), 1), (5, (37, 23, 50), 1), (26, (130, 300, 129), 1),
                                              (16, (256, 1000, 256), 1), (26, (64, 64, 64), 3), (3, (7, 5, 17), 4),
-                                             (20, (300, 260, 4100), 1)])
+                                             (20, (300, 260, 4100), 1),
+                                             # 9 x 9 tiles of 256 x 128 (2 x 9 a batch): the walks' strips
+                                             # of 8 (SWIZZLE 8, OZAKI_RESIDUE_GEMM_TILE) and their padding
+                                             (4, (2200, 1100, 96), 1), (3, (500, 1100, 64), 2)])
 def test_residues_of_exact_products(rng, m, shape, batch):
     import cupy
     be = residue_gemm_backend()

@@ -25,6 +25,9 @@ __device__ __forceinline__ F round_to(long long* a, long long exponent, double* 
 // instructions an output, in every epilogue): with lsb capped at 2046 (any value that far
 // up overflows either way), l1 = lsb / 2 and lsb - l1 lie in [-537, 1023], so both powers
 // are normal doubles, q 2**l1 is exact (q < 2**54), and the second product rounds once.
+// (rounded_window's ROUND_CONVERT passes a q of up to 2**64, already rounded to 53 bits, and
+// lsb >= -1085: the powers are then at least 2**-543, still normal, q 2**l1 is exact wherever
+// the result is finite, and the result is normal, so exact.)
 __device__ __forceinline__ double times_pow2(double q, long long lsb) {
     const int l = lsb > 2046 ? 2046 : (int)lsb;
     const int l1 = l / 2;
