@@ -205,11 +205,11 @@
 #             of 4096 x 1024, a stack of 4096 x 64^2) (about 420 s)
 #   s24c      s24b without the fp8 substrate (the device time left: about 340 s)
 #   s24d      s24b without issue 11's tables (the 385 s left: about 100 s)
-#   s32b      after s32a: issue 11's big squares (8192, 16384; accurate:14 and accurate) on cuBLAS's path
-#             and on the residue GEMM with epilogue_mma, at each of its tile walks (SWIZZLE,
-#             CLUSTER_M: native.RESIDUE_GEMM_TILES; carry build/kernels, prebuilt), after their
-#             same-bits tests; the short tile at 3 stages against 4; a direct replay's host
-#             profile (about 560 s)
+#   s32b      after s32a: issue 11's big squares (8192, 16384; accurate:14 and accurate) and ZGEMM 8192
+#             on cuBLAS's path and on the residue GEMM with epilogue_mma, at its tile walks
+#             (SWIZZLE, CLUSTER_M: native.RESIDUE_GEMM_TILES; carry build/kernels, prebuilt), after
+#             the walks' same-bits tests; the short tile at 3 stages against 4; a direct replay's
+#             host profile (about 570 s)
 #   s32a      everything else session 31 wrote and could not run (no machine was lent):
 #             epilogue_mma's, the shared header's, tiled_bt's and the graphs' GPU tests, and the
 #             Fractions-checked ones with round_convert, at once; then epilogue_mma (products real
@@ -752,9 +752,16 @@ elif [ "$profile" = s32b ]; then     # after s32a passes: the residue GEMM at th
     on=$(new_kernels +epilogue_mma)
     big="--sizes 8192 16384 --families normal --no-emulated --samples 2 --modes accurate:14 accurate"
     stage gemm_big_cublas 100 python3 -m bench.gemm $big --paths cublas --out "$W/gemm_big_cublas.json"
-    for tile in 256x128 256x128-swizzle8 256x128-cluster2 256x128-cluster2-swizzle8; do
+    for tile in 256x128 256x128-swizzle8 256x128-cluster2-swizzle8; do
         stage "gemm_big_$tile" 100 env OZAKI_NEW_KERNELS="$on" OZAKI_RESIDUE_GEMM_TILE=$tile python3 -m bench.gemm \
             $big --paths cutlass --out "$W/gemm_big_$tile.json"
+    done
+    # ZGEMM 8192 (issue 11's 1.8x): the complex epilogue_mma on the residue GEMM's int8 residues
+    zbig="--sizes 8192 --families complex --no-emulated --samples 2 --modes accurate accurate:15"
+    stage zgemm_big_cublas 40 python3 -m bench.gemm $zbig --paths cublas --out "$W/zgemm_big_cublas.json"
+    for tile in 256x128 256x128-swizzle8; do
+        stage "zgemm_big_$tile" 40 env OZAKI_NEW_KERNELS="$on" OZAKI_RESIDUE_GEMM_TILE=$tile python3 -m bench.gemm \
+            $zbig --paths cutlass --out "$W/zgemm_big_$tile.json"
     done
     long=$(python3 -c "from ozaki.backends.kernel_tables import FUSED_TILES as t; print(','.join(map(str, t['long'][0])))")
     for turn in 1 2; do        # the short tile at 3 stages (s30a's sweep: 2-3% on the kernel alone) on the whole call
