@@ -330,7 +330,8 @@ def _exponents(beta_a, beta_b, matrices=1):
     """The outputs' scale exponents beta_a[i] + beta_b[j], per matrix of a stack of
     ``matrices`` (rows and beta_b's columns split evenly among them)."""
     rows = np.asarray(beta_a).reshape(matrices, -1, 1)
-    return (rows + np.asarray(beta_b).reshape(matrices, 1, -1)).reshape(rows.shape[0] * rows.shape[1], -1)
+    cols = np.asarray(beta_b).reshape(matrices, 1, -1)
+    return (rows + cols).reshape(rows.shape[0] * rows.shape[1], cols.shape[2])      # (no rows: an empty matrix)
 
 
 def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual=False, out=None, matrices=1,

@@ -141,3 +141,13 @@ def test_zero_signs_shortcuts_agree_with_the_terms(rng, N):
                 want[r, k] = np.where(numpy_backend.zero_terms_negative(used, r, k, N, sign), -0.0, 0.0)
                 assert np.array_equal(got.view(np.int64), want.view(np.int64))
                 assert (got[tiny].view(np.int64) == part[tiny].view(np.int64)).all()
+
+
+def test_epilogue_of_no_rows():
+    """A product stack with no rows (real and complex, a stack of matrices) gives outputs of no
+    rows and its columns, and residuals of the same shape (the GPU's CRT_MMA test compares with it)."""
+    P = np.zeros((16, 0, 64), dtype=np.int8)
+    outs = numpy_backend.epilogue([(P,)], [0], 16, np.zeros(0, np.int64), np.zeros(64, np.int64), residual=True)
+    assert [o.shape for o in outs] == [(0, 64), (0, 64)]
+    outs = numpy_backend.epilogue([(P, P, P)], [0], 16, np.zeros(0, np.int64), np.zeros(2 * 64, np.int64), matrices=2)
+    assert [o.shape for o in outs] == [(0, 64), (0, 64)]
