@@ -1,6 +1,6 @@
 // int8 tensor-core products (mma.sync .s8) and the CRT sum on them, for the kernels that lift
 // int8 residues: fused.cu (its mainloop, and its CRT_MMA epilogue from shared memory) and
-// epilogue.cu (CRT_MMA: the residue GEMM's or cuBLAS's products read from memory).
+// epilogue.cu (CRT_MMA: the residue GEMM's int8 residues read from memory).
 //
 // The CRT sum S = sum_i r_i c_i' is an integer product: the int8 residues of 32 outputs (the
 // rows) times the balanced base-256 digits D of the c_i' (|c_i'| <= P / 2, the same residue
@@ -8,15 +8,15 @@
 // from 17 moduli).  Each digit sum D_d = sum_i r_i D_id is exact in int32 (|D_d| <= 32 *
 // 128**2 = 2**19 for one stack, 3 * 2**19 for a complex product's combined three), and the limbs
 // S_l = (D_4l + 2**8 D_4l+1) + 2**16 (D_4l+2 + 2**8 D_4l+3) (|S_l| < 2**46) go to kulisch.cuh's
-// crt_lift as the float64 sums do: the same lifted value, hence the same bits.  The tables CRT_KM, CRT_ND, CRT_LD and CRT_BFRAG come from
-// kernel_tables.crt_digit_source (constant_tables(m, crt=True, digits=True)).
+// crt_lift as the float64 sums do: the same lifted value, hence the same bits.  The tables
+// CRT_KM, CRT_ND, CRT_LD and CRT_BFRAG come from kernel_tables.crt_digit_source
+// (constant_tables(m, crt=True, digits=True)).
 #pragma once
 
 // An int as a double by the conversion instruction: one issue slot where kulisch.cuh's
 // to_double takes three (the kernels are issue-bound; its conversions, two an
 // output and modulus, stay well under the conversion pipe's quarter rate).
 __device__ __forceinline__ double exact_double(int v) { return __int2double_rn(v); }
-
 
 __device__ __forceinline__ void mma_s8(int* c, const unsigned* a, const unsigned* b) {
     asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
@@ -46,18 +46,20 @@ __device__ __forceinline__ void transpose_bytes(unsigned (&w)[4]) {
     w[3] = __byte_perm(t2, t3, 0x7632);
 }
 
+// The three steps of the CRT sum for 32 outputs (a warp's, all lanes together), on a lane's
+// B fragments of the digit matrix (DigitFragments), its residues' A fragments and its digit sums.
+#define DIGIT_TILES (CRT_ND / 8)
+typedef unsigned DigitFragments[DIGIT_TILES][CRT_KM / 16];
+typedef unsigned ResidueFragments[CRT_KM / 16][4];
+typedef int DigitSums[2][DIGIT_TILES][4];
+
 // Lane ``lane``'s B fragments of the digit matrix, read once by a warp before its sums.
-__device__ __forceinline__ void load_crt_digits(unsigned (&bfrag)[CRT_ND / 8][CRT_KM / 16], int lane) {
+__device__ __forceinline__ void load_crt_digits(DigitFragments& bfrag, int lane) {
 #pragma unroll
-    for (int nt = 0; nt < CRT_ND / 8; ++nt)
+    for (int nt = 0; nt < DIGIT_TILES; ++nt)
 #pragma unroll
         for (int kr = 0; kr < CRT_KM / 16; ++kr) bfrag[nt][kr] = CRT_BFRAG[nt][kr][lane];
 }
-
-// The three steps of the CRT sum for 32 outputs (a warp's, all lanes together).
-#define DIGIT_TILES (CRT_ND / 8)
-typedef unsigned ResidueFragments[CRT_KM / 16][4];
-typedef int DigitSums[2][DIGIT_TILES][4];
 
 // 1. The residues as A fragments.  ``word(i)`` gives the residues of outputs 4 gid .. 4 gid + 3
 // for modulus i (i < NMOD) as one word, byte b output 4 gid + b; a lane asks for moduli
@@ -79,7 +81,7 @@ __device__ __forceinline__ void residue_fragments(Word word, int lane, ResidueFr
 
 // 2. d = the residues times the digits, plus d (the digit sums are linear in the residues:
 // a complex product's Karatsuba differences are differences of the parts' sums).
-__device__ __forceinline__ void digit_products(const ResidueFragments& x, const unsigned (&bfrag)[DIGIT_TILES][CRT_KM / 16],
+__device__ __forceinline__ void digit_products(const ResidueFragments& x, const DigitFragments& bfrag,
                                                DigitSums& d) {
 #pragma unroll
     for (int t = 0; t < 2; ++t)
@@ -123,7 +125,7 @@ __device__ __forceinline__ void fold_digit_sums(const DigitSums& d, int lane, in
 // The 32-bit limbs of S for 32 outputs of one residue stack (``word`` as residue_fragments'):
 // lane u receives output u's.
 template <class Word>
-__device__ __forceinline__ void crt_digit_sums(Word word, int lane, const unsigned (&bfrag)[DIGIT_TILES][CRT_KM / 16],
+__device__ __forceinline__ void crt_digit_sums(Word word, int lane, const DigitFragments& bfrag,
                                                int* scratch, double (&S)[CRT_LD]) {
     ResidueFragments x;
     residue_fragments(word, lane, x);

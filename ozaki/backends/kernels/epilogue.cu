@@ -118,7 +118,7 @@ extern "C" __global__ void EPILOGUE_BOUNDS epilogue(const PROD_T* p0, const PROD
     __shared__ int scratch_all[128 / 32 * 32 * DROW];             // blocks of 128 threads (cupy_backend)
     const int lane = threadIdx.x & 31;
     int* scratch = scratch_all + (threadIdx.x >> 5) * 32 * DROW;
-    unsigned bfrag[CRT_ND / 8][CRT_KM / 16];
+    DigitFragments bfrag;
     load_crt_digits(bfrag, lane);
     const long long chunks = cols / 32;
     const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;

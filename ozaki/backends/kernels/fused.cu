@@ -265,7 +265,7 @@ __device__ __forceinline__ void store_residues(const int (&x)[MT][NT][4], int i,
 // bytes of a residue tile (the tiles lie RES_SKEW bytes out of step, so that a quad's four
 // lanes, which read four moduli, read distinct banks).
 __device__ __forceinline__ void crt_sum_mma(const signed char* res, int o, int r, int c0, int lane,
-                                            const unsigned (&bfrag)[CRT_ND / 8][CRT_KM / 16], int* scratch,
+                                            const DigitFragments& bfrag, int* scratch,
                                             double (&S)[CRT_LD]) {
     const int at = r * RES_ROW + c0 + 4 * (lane >> 2);
     crt_digit_sums([&](int i) { return *reinterpret_cast<const unsigned*>(RES_AT(i * NOUT + o) + at); },
@@ -434,7 +434,7 @@ fused(const signed char* a0, const signed char* a1, const signed char* a2,
 #ifdef CRT_ON_TENSOR_CORES
     wait_pending<0>();                   // (only empty groups are left) the pipeline buffers take the digit sums
     __syncthreads();
-    unsigned bfrag[CRT_ND / 8][CRT_KM / 16];
+    DigitFragments bfrag;
     load_crt_digits(bfrag, lane);
     int* scratch = reinterpret_cast<int*>(pipe) + warp * 32 * DROW;
     for (int chunk = warp; chunk < BM * BN / 32; chunk += THREADS / 32) {
