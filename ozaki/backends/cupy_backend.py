@@ -153,8 +153,12 @@ def _cublas():
     return handle
 
 
+# The most blocks a grid-stride kernel is launched with (its threads loop past them).
+GRID_BLOCKS_MAX = 65535 * 8
+
+
 def _grid(total, block=256):
-    return (int(min(max((total + block - 1) // block, 1), 65535 * 8)),), (block,)
+    return (int(min(max((total + block - 1) // block, 1), GRID_BLOCKS_MAX)),), (block,)
 
 
 def _padded(k):
@@ -1046,6 +1050,13 @@ def _epilogue_vec(arrays, m, complex_, npairs, cols, mod_stride, row_stride):
     return vec
 
 
+def _rounding_defines(npairs):
+    """The one rounding's build switches of epilogue.cu and fused.cu (kulisch.cuh, rounding.cuh):
+    TWO_WORDS for one slice pair (NEW_KERNELS two_words), ROUND_CONVERT (round_convert)."""
+    return (((("TWO_WORDS", 1),) if npairs == 1 and _new_kernel("two_words") else ())
+            + ((("ROUND_CONVERT", 1),) if _new_kernel("round_convert") else ()))
+
+
 def _epilogue_mma(arrays, m, npairs, rows, cols, mod_stride, row_stride):
     """Whether epilogue.cu takes these product stacks' CRT sums on the tensor cores (CRT_MMA,
     NEW_KERNELS epilogue_mma): one slice pair of int8 residues (real, or complex's Karatsuba
@@ -1062,7 +1073,7 @@ def _epilogue_mma_grid(rows, cols):
     (so that the blocks hold them exactly) covering the rows, or as many as _grid's cap allows;
     warp w takes columns 32 (w % (cols / 32)) .. + 31 of rows w // (cols / 32) + j R."""
     chunks = cols // 32
-    R = -(-min(rows, max(1, 4 * 65535 * 8 // chunks)) // 4) * 4
+    R = -(-min(rows, max(1, 4 * GRID_BLOCKS_MAX // chunks)) // 4) * 4
     return (chunks * R // 4,), (128,)
 
 
@@ -1121,11 +1132,10 @@ def epilogue(products, shifts, m, beta_a, beta_b, out_dtype=np.float64, residual
                ("NMOD", m), ("LP", k.L), ("LACC", k.L if npairs == 1 else k.L + max(shifts) + 1),
                ("OUT_T", _OUT_T[np.dtype(out_dtype)]))
     if npairs == 1:
-        defines += (("SINGLE_PAIR", 1),) + ((("TWO_WORDS", 1),) if _new_kernel("two_words") else ())
+        defines += (("SINGLE_PAIR", 1),)
+    defines += _rounding_defines(npairs)
     if complex_:
         defines += (("COMPLEX", 1),)
-    if _new_kernel("round_convert"):
-        defines += (("ROUND_CONVERT", 1),)
     if residual:
         defines += (("RESIDUAL", 1),)
     if matrices > 1:
@@ -1430,9 +1440,7 @@ def fused_product(ra, rb, shifts, num_moduli, beta_a, beta_b, batch=1, out_dtype
     defines = (("NMOD", num_moduli), ("NIN", parts), ("NPAIRS", npairs), ("LP", LP),
                ("LACC", LP if npairs == 1 else LP + max(shifts) + 1), ("EPILOGUE_CRT", 1),
                ("OUT_T", _OUT_T[np.dtype(out_dtype)])) + ((("RESIDUAL", 1),) if residual else ()) \
-        + ((("TWO_WORDS", 1),) if npairs == 1 and _new_kernel("two_words") else ()) \
-        + ((("FUSED_INT_MOD", 1),) if _new_kernel("fused_int_mod") else ()) \
-        + ((("ROUND_CONVERT", 1),) if _new_kernel("round_convert") else ())
+        + _rounding_defines(npairs) + ((("FUSED_INT_MOD", 1),) if _new_kernel("fused_int_mod") else ())
     skew = _res_skew(nout, npairs, num_moduli)           # nonzero: the CRT sums on the tensor cores
     if skew:
         defines += (("CRT_MMA", 1), ("RES_SKEW", skew))
@@ -1762,7 +1770,7 @@ def exact_entries(A_rows, Bt_rows, rows, cols, parts, out_dtype, zero_signs=True
     shared = EXACT_DOT_WARPS * digits * 32 * 8
     kern = _kernel("exact_dot.cu", "exact_entries", (("DIGITS", digits), ("WARPS", EXACT_DOT_WARPS),
                                                      ("OUT_T", _OUT_T[np.dtype(out_dtype)])), _device(), None, shared)
-    blocks = (int(min(-(-count // EXACT_DOT_WARPS), 65535 * 8)),)
+    blocks = (int(min(-(-count // EXACT_DOT_WARPS), GRID_BLOCKS_MAX)),)
     values = []
     for part in ((0,) if parts == 1 else (1, 2)):
         out = cupy.empty(count, dtype=out_dtype)
