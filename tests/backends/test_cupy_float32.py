@@ -8,6 +8,7 @@ import ozaki
 from ozaki import reference, scheme
 from tests import inputs
 from tests.bits import same_bits
+from tests.backends.test_fused import on_path
 
 pytestmark = pytest.mark.gpu
 
@@ -18,14 +19,6 @@ PATHS = ["fused", "cublas"]
 def f32(x):
     with np.errstate(over="ignore"):
         return np.asarray(x).astype(F32)
-
-
-def on_path(path, A, B, **kw):
-    import cupy
-    with ozaki.config(path=path):
-        out = ozaki.matmul(cupy.asarray(A), cupy.asarray(B), **kw)
-    assert isinstance(out, cupy.ndarray)
-    return cupy.asnumpy(out)
 
 
 def chosen(path, A, B, mode):

@@ -14,6 +14,8 @@ import ozaki
 from ozaki import crt
 from tests import inputs
 from tests.backends.builds import new_kernel_on
+from tests.backends.test_fused import on_path
+from tests.backends.test_residue_gemm import residue_gemm_backend
 from tests.bits import same_bits
 
 pytestmark = pytest.mark.gpu
@@ -177,10 +179,6 @@ def test_same_bits_through_the_residue_gemm(rng, monkeypatch, mode):
     exponents with zeros and specials, a stack with a broadcast operand, float32, complex, 8 to
     32 moduli; one slice pair of at most 32 moduli (fast and accurate) takes CRT_MMA, exact mode's
     pairs do not."""
-    import cupy
-    from ozaki.backends import cupy_backend
-    if cupy_backend._residue_gemm_library(build=False)[0] is None:
-        pytest.skip("the residue GEMM is not built (python -m ozaki build)")
     builds = mma_on(monkeypatch)
     A = inputs.sprinkle_specials(rng, inputs.wide(rng, (96, 300), 30))
     B = inputs.sprinkle_zeros(rng, inputs.wide(rng, (300, 128), 30))
@@ -193,10 +191,8 @@ def test_same_bits_through_the_residue_gemm(rng, monkeypatch, mode):
         cases += [(A, B, {"num_moduli": nm}) for nm in (8, 17, 32)]
     for X, Y, kw in cases:
         del builds[:]
-        cpu = ozaki.matmul(X, Y, mode=mode, **kw)
-        with ozaki.config(path="cutlass"):
-            gpu = cupy.asnumpy(ozaki.matmul(cupy.asarray(X), cupy.asarray(Y), mode=mode, **kw))
-        assert same_bits(cpu, gpu), (X.shape, Y.shape, kw)
+        assert same_bits(ozaki.matmul(X, Y, mode=mode, **kw), on_path("cutlass", X, Y, mode=mode, **kw)), \
+            (X.shape, Y.shape, kw)
         taken = [b for b in builds if b.get("CRT_MMA") == 1]
         if mode == "exact":
             assert not taken
@@ -210,9 +206,7 @@ def test_fft_same_bits(rng, monkeypatch):
     and a cube."""
     import cupy
     from ozaki import fft as offt
-    from ozaki.backends import cupy_backend
-    if cupy_backend._residue_gemm_library(build=False)[0] is None:
-        pytest.skip("the residue GEMM is not built (python -m ozaki build)")
+    residue_gemm_backend()                  # "auto" takes the residue GEMM once it is built
     builds = mma_on(monkeypatch)
     batch = inputs.normal(rng, (64, 1024)) + 1j * inputs.normal(rng, (64, 1024))
     cube = inputs.normal(rng, (32, 32, 64)) - 1j * inputs.normal(rng, (32, 32, 64))

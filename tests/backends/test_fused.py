@@ -14,12 +14,16 @@ pytestmark = pytest.mark.gpu
 
 
 def on_path(path, A, B, **kw):
+    """ozaki.matmul of A and B on the GPU, forced onto ``path``, as a numpy array (the residue
+    GEMM's path skipped off Hopper or without nvcc and CUTLASS)."""
     import cupy
     if path == "cutlass":
         from tests.backends.test_residue_gemm import residue_gemm_backend
-        residue_gemm_backend()                 # skipped off Hopper or without nvcc and CUTLASS
+        residue_gemm_backend()
     with ozaki.config(path=path):
-        return cupy.asnumpy(ozaki.matmul(cupy.asarray(A), cupy.asarray(B), **kw))
+        out = ozaki.matmul(cupy.asarray(A), cupy.asarray(B), **kw)
+    assert isinstance(out, cupy.ndarray)
+    return cupy.asnumpy(out)
 
 
 def chosen(path, A, B, mode="accurate", num_moduli=None):
@@ -366,7 +370,6 @@ def test_crt_on_tensor_cores_exact_integers(rng, monkeypatch, m, parts):
 def test_crt_on_tensor_cores_same_bits(rng, monkeypatch, mode):
     """ozaki.matmul with crt_mma on gives the CPU's bits: a stack with a broadcast operand and
     specials, complex, float32, a long inner dimension, 8 to 32 moduli."""
-    import cupy
     builds = crt_mma_on(monkeypatch)
     A = inputs.wide(rng, (9, 33, 70), 10)
     B = inputs.sprinkle_zeros(rng, inputs.wide(rng, (1, 70, 65), 10))
@@ -380,10 +383,8 @@ def test_crt_on_tensor_cores_same_bits(rng, monkeypatch, mode):
         cases += [(A, B, {"num_moduli": nm}) for nm in (8, 17, 25, 32)]
     for X, Y, kw in cases:
         del builds[:]
-        cpu = ozaki.matmul(X, Y, mode=mode, **kw)
-        with ozaki.config(path="fused"):
-            gpu = cupy.asnumpy(ozaki.matmul(cupy.asarray(X), cupy.asarray(Y), mode=mode, **kw))
-        assert same_bits(cpu, gpu), (X.shape, Y.shape, kw)
+        assert same_bits(ozaki.matmul(X, Y, mode=mode, **kw), on_path("fused", X, Y, mode=mode, **kw)), \
+            (X.shape, Y.shape, kw)
         # one slice pair of at most 32 moduli (fast and accurate mode) runs it; exact mode's pairs do not
         products = [b for b in builds if "EPILOGUE_CRT" in b]     # (exact mode may leave the fused path)
         assert products or mode == "exact"
